@@ -1,0 +1,218 @@
+"""Lossless OTLP JSON Lines span exporter: the tape of otel-agent-replay.
+
+``TapeSpanExporter`` writes each span as one OTLP JSON ``TracesData`` line (the
+OpenTelemetry file-exporter format) appended to a file. It is registered under the
+``opentelemetry_traces_exporter`` entry point as ``agent_replay_tape``, so
+``OTEL_TRACES_EXPORTER=agent_replay_tape`` with ``OTEL_EXPORTER_AGENT_REPLAY_TAPE_PATH``
+selects it. ``TapeSpanProcessor`` hands every span to the exporter as it ends, so the
+tape does not depend on a queue that can drop spans.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from ._encode import LineEncoder, encode_attributes, encode_span, encode_value
+from ._writer import AppendWriter, LockTimeout
+
+__all__ = [
+    "FSYNC_ENV",
+    "PATH_ENV",
+    "ExporterStats",
+    "LineEncoder",
+    "TapeSpanExporter",
+    "TapeSpanProcessor",
+    "encode_attributes",
+    "encode_span",
+    "encode_value",
+]
+
+PATH_ENV = "OTEL_EXPORTER_AGENT_REPLAY_TAPE_PATH"
+FSYNC_ENV = "OTEL_EXPORTER_AGENT_REPLAY_TAPE_FSYNC"
+DEFAULT_PATH = "agent-replay-tape.jsonl"
+DEFAULT_MAX_PENDING_BYTES = 64 * 1024 * 1024
+
+_logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ExporterStats:
+    """What a tape exporter has done so far."""
+
+    spans_written: int
+    spans_pending: int
+    """Encoded but not yet on disk (the last write failed); retried on the next export."""
+    spans_dropped: int
+    """Given up on: encoding failed, the pending buffer overflowed, or shutdown could not write them."""
+    write_failures: int
+    torn_bytes_removed: int
+
+
+class TapeSpanExporter(SpanExporter):
+    """Appends spans to a tape file, one OTLP JSON line per span.
+
+    ``export`` never raises and never blocks for longer than ``lock_timeout``: lines that
+    could not be written stay pending (up to ``max_pending_bytes``) and are retried on the
+    next export, flush or shutdown; everything given up on is counted in ``stats`` and
+    logged. After ``shutdown`` every export fails. ``shutdown`` is idempotent.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        fsync: bool | None = None,
+        lock_timeout: float = 10.0,
+        max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
+    ) -> None:
+        if path is None:
+            path = os.environ.get(PATH_ENV) or DEFAULT_PATH
+        if fsync is None:
+            fsync = os.environ.get(FSYNC_ENV, "").strip().lower() in ("1", "true", "yes")
+        self.path = os.fspath(path)
+        self._writer = AppendWriter(self.path, fsync=fsync, lock_timeout=lock_timeout)
+        self._encoder = LineEncoder()
+        self._max_pending_bytes = max_pending_bytes
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self._lock = threading.Lock()
+        self._shutdown = False
+        self._written = 0
+        self._dropped = 0
+        self._failures = 0
+
+    @property
+    def stats(self) -> ExporterStats:
+        """Counters: written, pending, dropped, write failures, torn bytes cut."""
+        return ExporterStats(
+            spans_written=self._written,
+            spans_pending=len(self._pending),
+            spans_dropped=self._dropped,
+            write_failures=self._failures,
+            torn_bytes_removed=self._writer.torn_bytes_removed,
+        )
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if self._shutdown:
+            return SpanExportResult.FAILURE
+        try:
+            lines = []
+            for span in spans:
+                try:
+                    lines.append(self._encoder.encode(span))
+                except Exception:
+                    self._dropped += 1
+                    _logger.exception("agent-replay tape: could not encode span %r; it is dropped", span.name)
+            with self._lock:
+                return self._write(lines)
+        except Exception:  # export must never raise into the application
+            _logger.exception("agent-replay tape: export to %s failed", self.path)
+            return SpanExportResult.FAILURE
+
+    def _write(self, lines: list[bytes]) -> SpanExportResult:
+        if self._pending:
+            lines = self._pending + lines
+        if not lines:
+            return SpanExportResult.SUCCESS
+        try:
+            self._writer.write(b"".join(lines))
+        except (OSError, LockTimeout) as err:
+            self._failures += 1
+            failing_already = bool(self._pending)
+            self._keep_pending(lines)
+            if failing_already:  # warned when the failures began; the counters tell the rest
+                return SpanExportResult.FAILURE
+            _logger.warning(
+                "agent-replay tape: could not write %d span(s) to %s (%s); kept in memory and retried "
+                "on the next export",
+                len(lines),
+                self.path,
+                err,
+            )
+            return SpanExportResult.FAILURE
+        self._written += len(lines)
+        self._pending = []
+        self._pending_bytes = 0
+        return SpanExportResult.SUCCESS
+
+    def _keep_pending(self, lines: list[bytes]) -> None:
+        total = sum(map(len, lines))
+        while lines and total > self._max_pending_bytes:
+            total -= len(lines.pop(0))
+            self._dropped += 1
+        self._pending = lines
+        self._pending_bytes = total
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Retry pending lines and fsync; True when nothing is left pending."""
+        if self._shutdown:
+            return not self._pending
+        try:
+            with self._lock:
+                if self._pending:
+                    self._write([])
+                if not self._pending:
+                    self._writer.sync()
+                return not self._pending
+        except Exception:
+            _logger.exception("agent-replay tape: flush of %s failed", self.path)
+            return False
+
+    def shutdown(self) -> None:
+        if self._shutdown:
+            return
+        self.force_flush()
+        with self._lock:
+            self._shutdown = True
+            if self._pending:
+                self._dropped += len(self._pending)
+                _logger.error(
+                    "agent-replay tape: %d span(s) could not be written to %s before shutdown",
+                    len(self._pending),
+                    self.path,
+                )
+                self._pending = []
+            self._writer.close()
+
+
+class TapeSpanProcessor(SpanProcessor):
+    """Exports each ended span at once, in the thread that ended it: nothing is queued.
+
+    ``accept`` (optional) chooses the spans to export, e.g. only those of recorded runs.
+    Errors never reach the application.
+    """
+
+    def __init__(
+        self, exporter: SpanExporter, *, accept: Callable[[ReadableSpan], bool] | None = None
+    ) -> None:
+        self.exporter = exporter
+        self._accept = accept
+        self._done = False
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        return None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self._done:
+            return
+        try:
+            if self._accept is None or self._accept(span):
+                self.exporter.export((span,))
+        except Exception:
+            _logger.exception("agent-replay tape: span processor failed")
+
+    def shutdown(self) -> None:
+        if not self._done:
+            self._done = True
+            self.exporter.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.exporter.force_flush(timeout_millis)

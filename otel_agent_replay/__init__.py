@@ -1,0 +1,37 @@
+"""otel-agent-replay: agent runs as OpenTelemetry spans, recorded to tapes and replayed offline.
+
+Public names (a contract): ``tool``, ``model_call``, ``agent_run``, ``record``,
+``load_tape``, ``Redactor`` and the errors below ``AgentReplayError``.
+"""
+
+from __future__ import annotations
+
+from .errors import AgentReplayError, ConfigurationError, TapeError, TapeFormatError, TapeNotFoundError
+from .instrument import RunHandle, agent_run, model_call, tool
+from .model import Run, Step, StepError, Tape
+from .record import Recording, record
+from .redact import Redactor
+from .tape import load_tape
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AgentReplayError",
+    "ConfigurationError",
+    "Recording",
+    "Redactor",
+    "Run",
+    "RunHandle",
+    "Step",
+    "StepError",
+    "Tape",
+    "TapeError",
+    "TapeFormatError",
+    "TapeNotFoundError",
+    "__version__",
+    "agent_run",
+    "load_tape",
+    "model_call",
+    "record",
+    "tool",
+]

@@ -1,0 +1,97 @@
+"""Every span attribute name the project reads or writes, spelled once.
+
+Standard names come from the OpenTelemetry GenAI semantic conventions; what
+the project adds lives under ``agent_replay.``. No other module spells an
+attribute name: import it from here.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+SCHEMA_VERSION: Final = "1"
+"""Version of the span schema written into ``agent_replay.schema_version``."""
+SUPPORTED_SCHEMA_VERSIONS: Final = frozenset({SCHEMA_VERSION})
+
+INSTRUMENTATION_NAME: Final = "otel_agent_replay"
+
+# --- OpenTelemetry GenAI semantic conventions --------------------------------
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
+GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+
+OP_INVOKE_AGENT: Final = "invoke_agent"
+OP_EXECUTE_TOOL: Final = "execute_tool"
+OP_CHAT: Final = "chat"
+TOOL_TYPE_FUNCTION: Final = "function"
+
+# --- exception event (OpenTelemetry semantic conventions) --------------------
+EXCEPTION_EVENT: Final = "exception"
+EXCEPTION_TYPE: Final = "exception.type"
+EXCEPTION_MESSAGE: Final = "exception.message"
+EXCEPTION_STACKTRACE: Final = "exception.stacktrace"
+
+# --- agent_replay.* : run span ------------------------------------------------
+RUN_ID: Final = "agent_replay.run_id"
+AGENT_VERSION: Final = "agent_replay.agent_version"
+TASK: Final = "agent_replay.task"
+INPUT: Final = "agent_replay.input"
+OUTPUT: Final = "agent_replay.output"
+INPUT_HASH: Final = "agent_replay.input_hash"
+RECORDED_AT: Final = "agent_replay.recorded_at"
+MODE: Final = "agent_replay.mode"
+REPLAY_OF: Final = "agent_replay.replay_of"
+SCHEMA_VERSION_ATTR: Final = "agent_replay.schema_version"
+
+MODE_RECORD: Final = "record"
+MODE_REPLAY: Final = "replay"
+
+# --- agent_replay.* : step spans ---------------------------------------------
+STEP_ID: Final = "agent_replay.step_id"
+PARENT_STEP_ID: Final = "agent_replay.parent_step_id"
+SEQ: Final = "agent_replay.seq"
+KIND: Final = "agent_replay.kind"
+CALL_KEY: Final = "agent_replay.call_key"
+TOOL_VERSION: Final = "agent_replay.tool_version"
+SIDE_EFFECT: Final = "agent_replay.side_effect"
+RESULT_SHA256: Final = "agent_replay.result_sha256"
+RESULT_TRUNCATED: Final = "agent_replay.result_truncated"
+EXPIRES_AT: Final = "agent_replay.expires_at"
+FUNCTION: Final = "agent_replay.function"
+MODEL_ARGUMENTS: Final = "agent_replay.model.arguments"
+MODEL_RESULT: Final = "agent_replay.model.result"
+
+KIND_TOOL: Final = "tool"
+KIND_LLM: Final = "llm"
+
+SIDE_EFFECT_READ_ONLY: Final = "read_only"
+SIDE_EFFECT_WRITE: Final = "write"
+SIDE_EFFECT_EXTERNAL: Final = "external"
+SIDE_EFFECT_UNDECLARED: Final = "undeclared"
+SIDE_EFFECTS: Final = frozenset({SIDE_EFFECT_READ_ONLY, SIDE_EFFECT_WRITE, SIDE_EFFECT_EXTERNAL})
+
+
+def run_span_name(agent_name: str) -> str:
+    """Name of a run span: ``invoke_agent {agent}``."""
+    return f"{OP_INVOKE_AGENT} {agent_name}"
+
+
+def tool_span_name(tool_name: str) -> str:
+    """Name of a tool step span: ``execute_tool {tool}``."""
+    return f"{OP_EXECUTE_TOOL} {tool_name}"
+
+
+def model_span_name(model: str) -> str:
+    """Name of a model step span: ``chat {model}``."""
+    return f"{OP_CHAT} {model}"

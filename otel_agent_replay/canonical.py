@@ -1,0 +1,252 @@
+"""Canonical arguments: binding to a signature, safe serialisation, canonical JSON, call keys.
+
+One rule turns any Python value into JSON (``to_jsonable``); it never raises and is
+the same at record and replay, so a call key computed at either end agrees.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime as _dt
+import enum
+import hashlib
+import inspect
+import math
+import re
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from decimal import Decimal
+from pathlib import PurePath
+from typing import Any
+
+import orjson
+
+JSONValue = Any
+"""A value made only of dict (str keys), list, str, int, float, bool and None."""
+
+FLOAT_DIGITS = 6
+KEY_HASH_CHARS = 12
+_MAX_DEPTH = 64
+
+# Parameters that carry a framework's context object rather than data: by type name...
+CONTEXT_TYPE_NAMES = frozenset(
+    {
+        "RunContext",  # pydantic-ai
+        "RunContextWrapper",  # OpenAI Agents SDK
+        "ToolContext",  # OpenAI Agents SDK
+        "CallbackManagerForToolRun",  # LangChain
+        "AsyncCallbackManagerForToolRun",  # LangChain
+        "RunnableConfig",  # LangChain
+        "Context",  # MCP servers
+    }
+)
+# ...and by parameter name (framework conventions and per-run call ids).
+CONTEXT_PARAM_NAMES = frozenset({"run_manager", "callbacks", "tool_call_id", "call_id"})
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _typed_repr(value: object) -> dict[str, str]:
+    cls = type(value)
+    try:
+        text = repr(value)
+    except Exception:  # a broken __repr__ must not break recording
+        text = "<unrepresentable>"
+    return {"$type": f"{cls.__module__}.{cls.__qualname__}", "$repr": _ADDRESS.sub("", text)}
+
+
+def to_jsonable(value: object) -> JSONValue:
+    """Turn any value into JSON data by the project's one safe-serialisation rule.
+
+    - JSON scalars stay; non-finite floats become ``"NaN"``, ``"Infinity"``, ``"-Infinity"``.
+    - mappings → objects (keys as strings); lists and tuples → arrays; sets → sorted arrays.
+    - datetime, date, time → ISO 8601; UUID, Decimal, Path → strings; bytes → ``{"$bytes": base64}``.
+    - Enum → its value; dataclass → its fields; pydantic model → ``model_dump(mode="json")``;
+      other objects with ``__dict__`` → their public attributes.
+    - anything else (and anything that fails) → ``{"$type": module.qualname, "$repr": repr}``,
+      with memory addresses removed so the result is stable across processes.
+
+    Never raises.
+    """
+    try:
+        return _jsonable(value, 0, set())
+    except Exception:
+        return _typed_repr(value)
+
+
+def _jsonable(value: object, depth: int, seen: set[int]) -> JSONValue:
+    if value is None or isinstance(value, (str, bool, int)):
+        if isinstance(value, enum.Enum):
+            return _jsonable(value.value, depth + 1, seen)
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if depth > _MAX_DEPTH:
+        return {"$type": "depth", "$repr": "<nested too deep>"}
+    if isinstance(value, enum.Enum):
+        return _jsonable(value.value, depth + 1, seen)
+    ident = id(value)
+    if ident in seen:
+        return {"$type": "cycle", "$repr": "<cycle>"}
+    if isinstance(value, Mapping):
+        seen.add(ident)
+        try:
+            return {_key(k): _jsonable(v, depth + 1, seen) for k, v in value.items()}
+        finally:
+            seen.discard(ident)
+    if isinstance(value, (list, tuple)):
+        seen.add(ident)
+        try:
+            return [_jsonable(v, depth + 1, seen) for v in value]
+        finally:
+            seen.discard(ident)
+    if isinstance(value, (set, frozenset)):
+        items = [_jsonable(v, depth + 1, seen) for v in value]
+        return sorted(items, key=lambda v: orjson.dumps(v, option=orjson.OPT_SORT_KEYS))
+    if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
+        return value.isoformat()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, (uuid.UUID, Decimal)):
+        return str(value)
+    if isinstance(value, PurePath):
+        return value.as_posix()
+    if isinstance(value, _dt.timedelta):
+        return value.total_seconds()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        seen.add(ident)
+        try:
+            return {
+                f.name: _jsonable(getattr(value, f.name), depth + 1, seen) for f in dataclasses.fields(value)
+            }
+        finally:
+            seen.discard(ident)
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, type):
+        return _jsonable(dump(mode="json"), depth + 1, seen)
+    attrs = getattr(value, "__dict__", None)
+    if isinstance(attrs, dict) and not isinstance(value, type) and not callable(value):
+        seen.add(ident)
+        try:
+            return {k: _jsonable(v, depth + 1, seen) for k, v in attrs.items() if not k.startswith("_")}
+        finally:
+            seen.discard(ident)
+    return _typed_repr(value)
+
+
+def _key(key: object) -> str:
+    if isinstance(key, str):
+        return key
+    if isinstance(key, enum.Enum):
+        key = key.value
+    plain = to_jsonable(key)
+    return plain if isinstance(plain, str) else orjson.dumps(plain, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def normalize(value: JSONValue) -> JSONValue:
+    """Normalise JSON data for keys: strip strings, drop None-valued keys, round floats.
+
+    Key order is settled when the value is dumped (``canonical_json`` sorts keys).
+    ``3`` and ``"3"`` stay different, and so do ``True`` and ``1``.
+    """
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, dict):
+        return {k: normalize(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [normalize(v) for v in value]
+    if isinstance(value, float):
+        return round(value, FLOAT_DIGITS)
+    return value
+
+
+def dumps_canonical(value: JSONValue) -> str:
+    """Dump JSON data already normalised: sorted keys, compact, UTF-8 without ASCII escapes."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode("utf-8")
+
+
+def canonical_json(value: object) -> str:
+    """The canonical JSON text of any value (safe-serialised, normalised, keys sorted)."""
+    return dumps_canonical(normalize(to_jsonable(value)))
+
+
+def key_from_json(tool: str, canonical_args: str) -> str:
+    """Call key from a tool name and its canonical argument JSON."""
+    digest = hashlib.sha256(canonical_args.encode("utf-8")).hexdigest()
+    return f"{tool}:{digest[:KEY_HASH_CHARS]}"
+
+
+def call_key(tool: str, args: object) -> str:
+    """``tool + ":" + sha256(canonical_json(args))[:12]``.
+
+    ``args`` must already be redacted when the key is compared with a tape.
+    """
+    return key_from_json(tool, canonical_json(args))
+
+
+# --- binding to a signature ---------------------------------------------------
+
+
+def _annotation_name(annotation: object) -> str:
+    if isinstance(annotation, str):
+        return annotation.split("[", 1)[0].rsplit(".", 1)[-1]
+    origin = getattr(annotation, "__origin__", None)
+    target = origin if origin is not None else annotation
+    return getattr(target, "__name__", "")
+
+
+def context_parameters(signature: inspect.Signature, *, is_method: bool) -> frozenset[str]:
+    """Parameters that carry a framework's context object (or ``self``) rather than data."""
+    names: set[str] = set()
+    params = list(signature.parameters.values())
+    if is_method and params and params[0].name in ("self", "cls"):
+        names.add(params[0].name)
+    for p in params:
+        if p.name in CONTEXT_PARAM_NAMES or _annotation_name(p.annotation) in CONTEXT_TYPE_NAMES:
+            names.add(p.name)
+    return frozenset(names)
+
+
+def bind_arguments(
+    signature: inspect.Signature,
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+    leave_out: Iterable[str] = (),
+) -> dict[str, Any]:
+    """Bind a call to its signature: names for positional arguments, defaults filled in.
+
+    ``**kwargs`` parameters are spread into the result so a keyword passed through them
+    looks like any other argument; ``*args`` stays a list under its own name. Parameters
+    in ``leave_out`` (context objects, ``ignore=``) are dropped. Raises ``TypeError``
+    exactly as the call itself would.
+    """
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    skip = set(leave_out)
+    out: dict[str, Any] = {}
+    params = signature.parameters
+    for name, value in bound.arguments.items():
+        if name in skip:
+            continue
+        kind = params[name].kind
+        if kind is inspect.Parameter.VAR_KEYWORD:
+            for k, v in value.items():
+                if k not in skip:
+                    out[k] = v
+        elif kind is inspect.Parameter.VAR_POSITIONAL:
+            if value:
+                out[name] = list(value)
+        else:
+            out[name] = value
+    return out
+
+
+def hash_text(text: str) -> str:
+    """Full sha256 hex digest of a text's UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+Normalizer = Callable[[JSONValue], JSONValue]

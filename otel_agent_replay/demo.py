@@ -1,0 +1,104 @@
+"""The demo agent: a four-step chain recorded to a tape.
+
+Fetch a document, search an index, summarise with a stand-in model, write a report
+file (the only side effect). Small sleeps stand in for network and model latency.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .instrument import RunHandle, agent_run, model_call, tool
+from .record import record
+
+LATENCY = 0.02
+
+_DOCUMENTS = {
+    "doc-7": (
+        "Quarterly support review. Ticket volume rose 12% while median first response fell to 41 minutes. "
+        "Refund requests cluster around delayed shipments from the northern warehouse. "
+        "Customers mention the new tracking page favourably. Escalations to engineering halved after the "
+        "runbook update. Open risk: the carrier contract renews next month."
+    )
+}
+_INDEX = {
+    "refund": ["kb-12: refund policy for delayed shipments", "kb-40: warehouse delay playbook"],
+    "carrier": ["kb-77: carrier contract checklist"],
+}
+
+
+@tool(side_effect="read_only", version="1")
+def fetch_document(doc_id: str) -> dict[str, Any]:
+    """Fetch a document by id (stands in for an HTTP GET)."""
+    time.sleep(LATENCY)
+    return {"id": doc_id, "status": 200, "text": _DOCUMENTS[doc_id]}
+
+
+@tool(side_effect="read_only", version="1")
+def search_index(query: str, limit: int = 3) -> list[str]:
+    """Search the knowledge base index."""
+    time.sleep(LATENCY)
+    hits = [hit for word, found in _INDEX.items() if word in query.lower() for hit in found]
+    return hits[:limit]
+
+
+@model_call(provider="stand-in", model="tiny-summariser-1")
+def summarise(text: str, related: list[str], max_words: int = 120) -> dict[str, Any]:
+    """A stand-in model: keeps the first sentences within ``max_words``."""
+    time.sleep(LATENCY * 2)
+    words: list[str] = []
+    for sentence in text.split(". "):
+        extra = sentence.split()
+        if len(words) + len(extra) > max_words:
+            break
+        words.extend(extra)
+    summary = " ".join(words)
+    if related:
+        summary += f" See also: {', '.join(related)}."
+    usage = {"input_tokens": len(text.split()) + 12, "output_tokens": len(summary.split())}
+    return {"summary": summary, "usage": usage}
+
+
+@tool(side_effect="write", version="1")
+def write_report(path: str, body: str) -> dict[str, Any]:
+    """Write the report file: the chain's only side effect."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(body, encoding="utf-8")
+    return {"path": path, "bytes": len(body.encode("utf-8"))}
+
+
+def run_chain(doc_id: str, report_path: str, *, max_words: int = 120) -> dict[str, Any]:
+    """The agent itself: four steps, the last one writes the report."""
+    doc = fetch_document(doc_id)
+    related = search_index("refund policy")
+    summary = summarise(doc["text"], related, max_words=max_words)
+    written = write_report(report_path, f"# Report on {doc_id}\n\n{summary['summary']}\n")
+    return {"summary": summary["summary"], "report": written}
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    """What the demo did: the tape, the run, and the agent's output."""
+
+    tape: Path
+    report: Path
+    run_id: str
+    output: dict[str, Any]
+
+
+def record_demo(out_dir: str | Path) -> DemoResult:
+    """Record one run of the chain to ``<out_dir>/tapes/demo.jsonl`` (a fresh tape)."""
+    out = Path(out_dir)
+    tape = out / "tapes" / "demo.jsonl"
+    report = out / "report.md"
+    tape.unlink(missing_ok=True)
+    handle: RunHandle
+    with record(tape), agent_run("report-writer", agent_version="1.0", task="summarise doc-7",
+                                 input={"doc_id": "doc-7"}) as handle:
+        output = run_chain("doc-7", str(report))
+        handle.set_output(output)
+    return DemoResult(tape=tape, report=report, run_id=handle.run_id, output=output)

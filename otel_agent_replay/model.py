@@ -1,0 +1,145 @@
+"""The loaded form of a tape: ``Tape`` → ``Run`` → ``Step`` (frozen values).
+
+Arguments and results are kept as the JSON text found in the span and parsed
+on access, so a loaded tape costs about its size in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+
+@dataclass(frozen=True, slots=True)
+class StepError:
+    """A recorded failure: the exception's type name and message."""
+
+    type: str
+    message: str
+
+
+def _parse(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        # Foreign spans may carry plain text where we write JSON.
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One tool call or model call of a run, as recorded."""
+
+    kind: str
+    """``"tool"`` or ``"llm"``."""
+    tool: str
+    """Tool name; for a model step, the decorated function's name."""
+    args_json: str
+    result_json: str | None
+    error: StepError | None
+    seq: int
+    step_id: str
+    parent_step_id: str
+    side_effect: str | None
+    """``read_only``, ``write``, ``external``, or None when undeclared."""
+    tool_version: str | None
+    call_key: str
+    start_ns: int
+    end_ns: int
+    run_id: str
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    name: str
+    result_truncated: bool = False
+    result_sha256: str | None = None
+    expires_at: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    attributes: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def args(self) -> Any:
+        """The recorded (redacted, canonical) arguments, parsed from JSON."""
+        return _parse(self.args_json)
+
+    @property
+    def result(self) -> Any:
+        """The recorded (redacted, possibly shortened) result, parsed from JSON."""
+        return _parse(self.result_json)
+
+    @property
+    def duration_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One run: its run span's facts and its steps in seq order."""
+
+    run_id: str
+    trace_id: str
+    span_id: str
+    agent_name: str
+    agent_version: str | None
+    task: str | None
+    input_json: str | None
+    output_json: str | None
+    steps: tuple[Step, ...]
+    complete: bool = True
+    """False when the run span never reached the tape (the process died mid-run)."""
+    conversation_id: str | None = None
+    mode: str | None = None
+    replay_of: str | None = None
+    recorded_at: str | None = None
+    error: StepError | None = None
+    start_ns: int = 0
+    end_ns: int = 0
+    attributes: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def input(self) -> Any:
+        """The run's recorded input, parsed from JSON."""
+        return _parse(self.input_json)
+
+    @property
+    def output(self) -> Any:
+        """The run's recorded output (``set_output``), parsed from JSON."""
+        return _parse(self.output_json)
+
+
+@dataclass(frozen=True, slots=True)
+class Tape:
+    """A loaded tape: its runs in recorded order."""
+
+    path: str
+    runs: tuple[Run, ...]
+    warnings: tuple[str, ...] = ()
+
+    def run(self, run_id: str) -> Run:
+        """The run with this run_id; ``KeyError`` names the run ids there are."""
+        for run in self.runs:
+            if run.run_id == run_id:
+                return run
+        known = ", ".join(r.run_id for r in self.runs) or "none"
+        raise KeyError(f"{self.path}: no run {run_id!r} (runs on this tape: {known})")
+
+    def runs_of_trace(self, trace_id: str) -> tuple[Run, ...]:
+        """The runs of one trace (a task and its retries), in recorded order."""
+        return tuple(r for r in self.runs if r.trace_id == trace_id)
+
+    def __iter__(self) -> Iterator[Run]:
+        return iter(self.runs)
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+
+__all__ = ["Run", "Step", "StepError", "Tape"]
