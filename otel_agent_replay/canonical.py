@@ -56,19 +56,63 @@ def _typed_repr(value: object) -> dict[str, str]:
     return {"$type": f"{cls.__module__}.{cls.__qualname__}", "$repr": _ADDRESS.sub("", text)}
 
 
+_DUMP_OPTIONS = orjson.OPT_NON_STR_KEYS
+
+
+def _default(value: object) -> Any:
+    """orjson's hook for the types it does not know: one step of the rule below."""
+    try:
+        if isinstance(value, (set, frozenset)):
+            return sorted(value, key=lambda v: orjson.dumps(v, default=_default, option=_DUMP_OPTIONS))
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
+        if isinstance(value, Decimal):
+            return str(value)
+        if isinstance(value, PurePath):
+            return value.as_posix()
+        if isinstance(value, _dt.timedelta):
+            return value.total_seconds()
+        if isinstance(value, type) or callable(value):
+            return _typed_repr(value)
+        dump = getattr(value, "model_dump", None)
+        if callable(dump):
+            return dump(mode="json")
+        attrs = getattr(value, "__dict__", None)
+        if isinstance(attrs, dict):
+            return {k: v for k, v in attrs.items() if not k.startswith("_")}
+    except Exception:
+        pass
+    return _typed_repr(value)
+
+
+def json_text(value: object) -> str:
+    """The JSON text of any value by the safe-serialisation rule (see ``to_jsonable``). Never raises."""
+    try:
+        return orjson.dumps(value, default=_default, option=_DUMP_OPTIONS).decode("utf-8")
+    except Exception:  # cycles, nesting deeper than orjson allows, odd keys: the slow walk
+        return orjson.dumps(to_jsonable_walk(value), option=_DUMP_OPTIONS).decode("utf-8")
+
+
 def to_jsonable(value: object) -> JSONValue:
     """Turn any value into JSON data by the project's one safe-serialisation rule.
 
-    - JSON scalars stay; non-finite floats become ``"NaN"``, ``"Infinity"``, ``"-Infinity"``.
-    - mappings → objects (keys as strings); lists and tuples → arrays; sets → sorted arrays.
-    - datetime, date, time → ISO 8601; UUID, Decimal, Path → strings; bytes → ``{"$bytes": base64}``.
-    - Enum → its value; dataclass → its fields; pydantic model → ``model_dump(mode="json")``;
-      other objects with ``__dict__`` → their public attributes.
-    - anything else (and anything that fails) → ``{"$type": module.qualname, "$repr": repr}``,
-      with memory addresses removed so the result is stable across processes.
+    orjson's native rules first: JSON scalars stay (non-finite floats become null);
+    dicts → objects (non-string keys as strings); lists and tuples → arrays; dataclasses →
+    their fields; datetime, date, time → RFC 3339 / ISO 8601; UUID → string; Enum → its value.
+    Then, for what orjson does not know: sets → sorted arrays; bytes → ``{"$bytes": base64}``;
+    Decimal and Path → strings; timedelta → seconds; pydantic models → ``model_dump(mode="json")``;
+    other objects with ``__dict__`` → their public attributes; anything else (classes, functions,
+    objects that fail) → ``{"$type": module.qualname, "$repr": repr}`` with memory addresses
+    removed, so the result is stable across processes. Values orjson refuses as a whole
+    (cycles, very deep nesting) go through an equivalent Python walk that marks cycles.
 
-    Never raises.
+    Never raises; the same at record and replay.
     """
+    return orjson.loads(json_text(value))
+
+
+def to_jsonable_walk(value: object) -> JSONValue:
+    """The rule of ``to_jsonable`` as a Python walk: handles cycles and any depth. Never raises."""
     try:
         return _jsonable(value, 0, set())
     except Exception:
@@ -83,7 +127,7 @@ def _jsonable(value: object, depth: int, seen: set[int]) -> JSONValue:
     if isinstance(value, float):
         if math.isfinite(value):
             return value
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        return None
     if depth > _MAX_DEPTH:
         return {"$type": "depth", "$repr": "<nested too deep>"}
     if isinstance(value, enum.Enum):
@@ -116,6 +160,8 @@ def _jsonable(value: object, depth: int, seen: set[int]) -> JSONValue:
         return value.as_posix()
     if isinstance(value, _dt.timedelta):
         return value.total_seconds()
+    if isinstance(value, type) or callable(value):
+        return _typed_repr(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         seen.add(ident)
         try:
@@ -125,10 +171,10 @@ def _jsonable(value: object, depth: int, seen: set[int]) -> JSONValue:
         finally:
             seen.discard(ident)
     dump = getattr(value, "model_dump", None)
-    if callable(dump) and not isinstance(value, type):
+    if callable(dump):
         return _jsonable(dump(mode="json"), depth + 1, seen)
     attrs = getattr(value, "__dict__", None)
-    if isinstance(attrs, dict) and not isinstance(value, type) and not callable(value):
+    if isinstance(attrs, dict):
         seen.add(ident)
         try:
             return {k: _jsonable(v, depth + 1, seen) for k, v in attrs.items() if not k.startswith("_")}
@@ -142,7 +188,7 @@ def _key(key: object) -> str:
         return key
     if isinstance(key, enum.Enum):
         key = key.value
-    plain = to_jsonable(key)
+    plain = to_jsonable_walk(key)
     return plain if isinstance(plain, str) else orjson.dumps(plain, option=orjson.OPT_SORT_KEYS).decode()
 
 

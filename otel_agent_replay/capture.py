@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from .canonical import JSONValue, dumps_canonical, key_from_json, normalize, to_jsonable
+from .canonical import JSONValue, dumps_canonical, json_text, key_from_json, normalize, to_jsonable
 from .payload import cap_json, shorten_strings
 from .runtime import Capture
 
@@ -33,15 +33,22 @@ class CapturedResult:
     """A result ready for a span."""
 
     json: str
-    sha256: str
+    sha256: str | None
+    """sha256 of the full redacted JSON, when the result was shortened."""
     truncated: bool
 
 
 def capture_args(tool: str, bound: Mapping[str, Any], capture: Capture) -> CapturedArgs:
     """Canonical, redacted arguments and their call key."""
-    value = capture.redactor(normalize(to_jsonable(bound)))
-    value, _ = shorten_strings(value, capture.limits.max_string)
+    value = normalize(to_jsonable(bound))
     text = dumps_canonical(value)
+    if capture.redactor.may_redact(text):
+        value = capture.redactor(value)
+        text = dumps_canonical(value)
+    if len(text) > capture.limits.max_string:
+        value, cut = shorten_strings(value, capture.limits.max_string)
+        if cut:
+            text = dumps_canonical(value)
     return CapturedArgs(json=text, call_key=key_from_json(tool, text), value=value)
 
 
@@ -54,25 +61,40 @@ def capture_json(value: object, capture: Capture, *, canonical: bool = False) ->
     """A value (a run's input or output) as redacted JSON; canonical when asked."""
     if canonical:
         return dumps_canonical(capture.redactor(normalize(to_jsonable(value))))
-    return orjson.dumps(capture_value(value, capture)).decode("utf-8")
+    return redacted_json(value, capture)
+
+
+def redacted_json(value: object, capture: Capture) -> str:
+    """The redacted JSON text of a value, not normalised (a result is given back as it was).
+
+    The fast path dumps once and checks the text; only text that may hold a secret is
+    parsed and walked by the redactor.
+    """
+    text = json_text(value)
+    if capture.redactor.may_redact(text):
+        text = orjson.dumps(capture.redactor(orjson.loads(text))).decode("utf-8")
+    return text
 
 
 def capture_result(result: object, capture: Capture) -> CapturedResult:
-    """Redacted result JSON, shortened when over the caps; the hash is of the full redacted JSON.
+    """Redacted result JSON, shortened when over the caps.
 
-    When shortened and a blob store is configured, the full redacted JSON is stored there
-    under its hash.
+    Only a shortened result carries ``sha256`` (of the full redacted JSON); then, when a
+    blob store is configured, the full redacted JSON is stored there under that hash.
     """
-    value = capture.redactor(to_jsonable(result))
-    full = orjson.dumps(value).decode("utf-8")
-    digest = hashlib.sha256(full.encode("utf-8")).hexdigest()
-    short, cut = shorten_strings(value, capture.limits.max_string)
+    full = redacted_json(result, capture)
+    limits = capture.limits
+    if len(full) <= limits.max_string:  # no string inside can be longer than the whole text
+        return CapturedResult(json=full, sha256=None, truncated=False)
+    short, cut = shorten_strings(orjson.loads(full), limits.max_string)
     text = orjson.dumps(short).decode("utf-8") if cut else full
-    text, capped = cap_json(text, capture.limits.max_result_bytes)
-    truncated = cut or capped
-    if truncated and capture.blobs is not None:
+    text, capped = cap_json(text, limits.max_result_bytes)
+    if not (cut or capped):
+        return CapturedResult(json=full, sha256=None, truncated=False)
+    digest = hashlib.sha256(full.encode("utf-8")).hexdigest()
+    if capture.blobs is not None:
         capture.blobs.put(full)
-    return CapturedResult(json=text, sha256=digest, truncated=truncated)
+    return CapturedResult(json=text, sha256=digest, truncated=True)
 
 
 def usage_tokens(result: object) -> tuple[int | None, int | None]:

@@ -166,8 +166,9 @@ class _Step:
                 messages = messages_json(capture_value(result, self.capture))
                 if messages is not None:
                     span.set_attribute(A.GEN_AI_OUTPUT_MESSAGES, messages)
-            span.set_attribute(A.RESULT_SHA256, captured.sha256)
-            span.set_attribute(A.RESULT_TRUNCATED, captured.truncated)
+            if captured.truncated:
+                span.set_attribute(A.RESULT_TRUNCATED, True)
+                span.set_attribute(A.RESULT_SHA256, captured.sha256 or "")
         finally:
             self._close()
 
@@ -336,6 +337,17 @@ def tool(
     return decorate(fn) if fn is not None else decorate
 
 
+@overload
+def model_call(fn: F, /) -> F: ...
+@overload
+def model_call(
+    *,
+    provider: str | None = None,
+    model: str | None = None,
+    name: str | None = None,
+    version: str | None = None,
+    ignore: Iterable[str] = (),
+) -> Callable[[F], F]: ...
 def model_call(
     fn: F | None = None,
     /,
@@ -345,7 +357,7 @@ def model_call(
     name: str | None = None,
     version: str | None = None,
     ignore: Iterable[str] = (),
-) -> Any:
+) -> F | Callable[[F], F]:
     """Record each call of a function that calls a model as a ``chat {model}`` step.
 
     ``provider`` and ``model`` name the service (``model`` defaults to a ``model``
@@ -395,7 +407,7 @@ class RunHandle:
         return f"RunHandle(run_id={self.run_id!r}, agent_name={self.agent_name!r}, trace_id={self.trace_id!r})"
 
 
-class agent_run:  # noqa: N801 - used like a function, as a context manager and decorator
+class agent_run:
     """One run of an agent: a parent span ``invoke_agent {agent_name}`` for its steps.
 
     Use as ``with agent_run("planner") as run:``, ``async with``, or as a decorator
@@ -411,7 +423,7 @@ class agent_run:  # noqa: N801 - used like a function, as a context manager and 
         run_id: str | None = None,
         agent_version: str | None = None,
         task: str | None = None,
-        input: object = None,  # noqa: A002 - the contract's name
+        input: object = None,
         conversation_id: str | None = None,
     ) -> None:
         if not agent_name or not isinstance(agent_name, str):

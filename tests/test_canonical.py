@@ -21,6 +21,7 @@ from otel_agent_replay.canonical import (
     canonical_json,
     context_parameters,
     to_jsonable,
+    to_jsonable_walk,
 )
 
 
@@ -54,7 +55,7 @@ def test_none_valued_keys_are_dropped() -> None:
 
 def test_floats_are_rounded_to_six_places() -> None:
     assert call_key("t", {"x": 0.1 + 0.2}) == call_key("t", {"x": 0.3})
-    assert call_key("t", {"x": 0.3000001}) != call_key("t", {"x": 0.3})
+    assert call_key("t", {"x": 0.300001}) != call_key("t", {"x": 0.3})
 
 
 def test_key_shape_and_no_ascii_escaping() -> None:
@@ -127,6 +128,23 @@ def test_safe_serialisation_rule() -> None:
     }
 
 
+def test_the_python_walk_follows_the_same_rule_as_the_fast_path() -> None:
+    value = {
+        "when": dt.datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=dt.timezone.utc),
+        "t": dt.time(1, 2),
+        "id": uuid.UUID(int=7),
+        "colour": Colour.RED,
+        "point": Point(1, 2),
+        "plain": Plain(),
+        "tags": frozenset({3, 1}),
+        "raw": b"x",
+        "nan": float("nan"),
+        2: [Decimal("2.5"), PurePosixPath("a/b"), dt.timedelta(seconds=90)],
+        None: print,
+    }
+    assert to_jsonable(value) == to_jsonable_walk(value)
+
+
 def test_odd_objects_fall_back_to_a_stable_typed_repr() -> None:
     first, second = to_jsonable(Opaque()), to_jsonable(Opaque())
     assert first == second == {"$type": f"{__name__}.Opaque", "$repr": "<Opaque>"}
@@ -134,7 +152,7 @@ def test_odd_objects_fall_back_to_a_stable_typed_repr() -> None:
     cyclic: dict[str, Any] = {}
     cyclic["self"] = cyclic
     assert to_jsonable(cyclic) == {"self": {"$type": "cycle", "$repr": "<cycle>"}}
-    assert to_jsonable(float("nan")) == "NaN"
+    assert to_jsonable(float("nan")) is None and to_jsonable([float("inf")]) == [None]
     orjson.dumps(to_jsonable({"fn": print, "cls": int, "path": Path("a")}))
 
 

@@ -10,14 +10,15 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 import pytest
-from conftest import raw_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from rawtape import raw_spans
 
-from otel_agent_replay import ConfigurationError, Redactor, agent_run, attributes as A, record, tool
+from otel_agent_replay import ConfigurationError, Redactor, agent_run, record, tool
+from otel_agent_replay import attributes as A
 
 
 @tool(side_effect="read_only")
@@ -71,9 +72,10 @@ def _fake_secrets() -> dict[str, str]:
         "openai": "sk-" + "proj-" + "Xy7" * 12,
         "anthropic": "sk-" + "ant-api03-" + "Qw9" * 12,
         "slack": "xox" + "b-1234567890-0987654321-" + "AbCdEfGhIjKl",
-        "google": "AIza" + "SyA1234567890abcdefghijklmnopqrstu",
+        "google": "AIza" + "SyA1234567890abcdefghijklmnopqrstuv",
         "stripe": "sk_" + "live_" + "51HxYzAbCdEfGhIjKlMnOp",
-        "jwt": "eyJ" + "hbGciOiJIUzI1NiJ9" + ".eyJ" + "zdWIiOiIxMjM0NTY3ODkwIn0" + ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "jwt": "eyJ" + "hbGciOiJIUzI1NiJ9" + ".eyJ" + "zdWIiOiIxMjM0NTY3ODkwIn0"
+        + ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
         "bearer": "Bearer " + "abc123.def456-ghi789",
         "password": "hunter2-but-longer",
         "cookie": "sessionid=" + "9f8e7d6c5b4a",
@@ -240,9 +242,9 @@ def test_a_non_sdk_provider_is_a_clear_configuration_error() -> None:
 
 
 class _Collector(http.server.BaseHTTPRequestHandler):
-    received: list[ExportTraceServiceRequest] = []
+    received: ClassVar[list[ExportTraceServiceRequest]] = []
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
         request = ExportTraceServiceRequest()
         request.ParseFromString(body)

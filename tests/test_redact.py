@@ -1,0 +1,660 @@
+"""Tests for otel_agent_replay.redact: keys, header lists, value patterns, processors, cost.
+
+Every secret here is fake and is assembled from pieces, so this file itself does not
+look like it holds credentials to a secret scanner.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import enum
+import logging
+import re
+import timeit
+from pathlib import Path
+
+import orjson
+import pytest
+from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_agent_replay import attributes as attr
+from otel_agent_replay.canonical import call_key, dumps_canonical, normalize, to_jsonable
+from otel_agent_replay.errors import ConfigurationError
+from otel_agent_replay.redact import (
+    DEFAULT_REDACTOR,
+    KEY_PLACEHOLDER,
+    PATTERN_NAMES,
+    Redactor,
+    pattern_placeholder,
+)
+
+# --- fake secrets, built from pieces ----------------------------------------------------
+
+AWS_KEY_ID = "AKIA" + "IOSFODNN7EXAMPLE"
+AWS_STS_KEY_ID = "ASIA" + "Y34FZKBOKMUTVV7A"
+GITHUB_CLASSIC = "gh" + "p_" + "wWPw5k4aXcaT4fNP0UcnZwJUVFk6LO0pINUx"
+GITHUB_OAUTH = "gh" + "o_" + "16C7e42F292c6912E7710c838347Ae178B4a"
+GITHUB_FINE_GRAINED = "github" + "_pat_" + "11ABCDEFG0" + "aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI3kM5oQ7"
+GITLAB = "gl" + "pat-" + "zXq8Rt2Lm9Vb4Nc7Kd1F"
+OPENAI_PROJECT = "sk-" + "proj-" + "Tq3vB8xK2mN7pR4sW9yZ1cF6hJ0lA5dG" + "-Xe2Ui7Oa"
+OPENAI_LEGACY = "sk-" + "Fq9Lw2Xz7Rb4Nm8Kd3Vc6Hj1Tp5Gs0Ya" + "E2Ui7Oa3Wq"
+ANTHROPIC = "sk-" + "ant-" + "api03-" + "Zr8Kq2Wm5Xn9Vb3Lc7Hd1Fj4Tp6Gs0Ya" + "-AbCdEf12"
+SLACK_BOT = "xox" + "b-" + "240593746512-" + "4820193847561-" + "kQz8Rt2Lm9Vb4Nc7Kd1Fx3Wy"
+SLACK_USER = "xox" + "p-" + "1185736491-" + "9920375516-" + "aB3dE5gH7jK9mN1p"
+GOOGLE = "AI" + "za" + "SyD4" + "fK9xLm2Qw7Rt3Vb8Nc1Hj6Zp0Gs5TyUe"
+STRIPE_LIVE = "sk" + "_live_" + "51Hx9QkLm2Rt7Vb4Nc8Kd1F"
+STRIPE_RESTRICTED = "rk" + "_test_" + "4eC39HqLyjWDarjtT1zdp7dc"
+JWT = (
+    "eyJ" + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    "." + "eyJ" + "zdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkphbmUifQ"
+    "." + "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+BEARER_OPAQUE = "ya29" + ".a0AfH6SMBx3Kq9Lm2Rt7Vb4Nc8"
+PEM_LINE = "MIIEowIBAAKCAQEA7" + "bq98Xk2Lm9Vb4Nc7Kd1Fx3Wy"
+PEM_BODY = PEM_LINE + "\nq2Rt7Vb4Nc8Kd1Fj4Tp6Gs0YaZr8Kq2Wm5X\n"
+PEM = "-----BEGIN " + "RSA PRIVATE KEY-----\n" + PEM_BODY + "-----END " + "RSA PRIVATE KEY-----"
+DB_PASSWORD = "S3cr3t" + "Pw0rd!x"
+DB_URL = "postgres://app:" + DB_PASSWORD + "@db.internal:5432/orders"
+QUERY_TOKEN = "q1w2" + "e3r4t5y6u7i8"
+PLAIN_PASSWORD = "correct-horse-" + "battery-staple"
+CLIENT_SECRET = "cs_" + "7Yh2Kq9Lm4Rt"
+COOKIE_VALUE = "sessionid=" + "8f3b2c1d9e7a"
+SET_COOKIE_VALUE = "sid=" + "Zx81Qa77" + "; HttpOnly"
+HEADER_API_KEY = "k3y-" + "Vb4Nc8Kd"
+REFRESH_TOKEN = "rt_" + "Lm9Vb4Nc7Kd1"
+SESSION_ID = "sess_" + "0a9b8c7d"
+NESTED_PASS = "p@ss" + "w0rd-9"
+PRIVATE_KEY_HEX = "4c0883a6" + "9102937d6231471b5dbb6204fe512961708279f2"
+
+SECRETS = [
+    AWS_KEY_ID,
+    AWS_STS_KEY_ID,
+    GITHUB_CLASSIC,
+    GITHUB_OAUTH,
+    GITHUB_FINE_GRAINED,
+    GITLAB,
+    OPENAI_PROJECT,
+    OPENAI_LEGACY,
+    ANTHROPIC,
+    SLACK_BOT,
+    SLACK_USER,
+    GOOGLE,
+    STRIPE_LIVE,
+    STRIPE_RESTRICTED,
+    JWT,
+    BEARER_OPAQUE,
+    PEM_LINE,
+    PEM_BODY,
+    DB_PASSWORD,
+    QUERY_TOKEN,
+    PLAIN_PASSWORD,
+    CLIENT_SECRET,
+    COOKIE_VALUE,
+    SET_COOKIE_VALUE,
+    HEADER_API_KEY,
+    REFRESH_TOKEN,
+    SESSION_ID,
+    NESTED_PASS,
+    PRIVATE_KEY_HEX,
+]
+
+# One sample text per built-in pattern, with the name its placeholder must carry.
+PATTERN_SAMPLES = [
+    ("aws_access_key", f"export AWS_ACCESS_KEY_ID={AWS_KEY_ID} && aws s3 ls", AWS_KEY_ID),
+    ("aws_access_key", f"temporary id {AWS_STS_KEY_ID}.", AWS_STS_KEY_ID),
+    ("github_token", f"git clone with {GITHUB_CLASSIC} now", GITHUB_CLASSIC),
+    ("github_token", f"oauth={GITHUB_OAUTH}", GITHUB_OAUTH),
+    ("github_token", f"token: {GITHUB_FINE_GRAINED}", GITHUB_FINE_GRAINED),
+    ("gitlab_token", f"PRIVATE-TOKEN: {GITLAB}", GITLAB),
+    ("openai_api_key", f"OPENAI_API_KEY: {OPENAI_PROJECT}", OPENAI_PROJECT),
+    ("openai_api_key", f"key '{OPENAI_LEGACY}' rotated", OPENAI_LEGACY),
+    ("anthropic_api_key", f"x-api-key: {ANTHROPIC}", ANTHROPIC),
+    ("slack_token", f"slack bot {SLACK_BOT}", SLACK_BOT),
+    ("slack_token", f"({SLACK_USER})", SLACK_USER),
+    ("google_api_key", f"https://maps.example.com/api?key={GOOGLE}&q=x", GOOGLE),
+    ("stripe_key", f"stripe.api_key = '{STRIPE_LIVE}'", STRIPE_LIVE),
+    ("stripe_key", f"restricted {STRIPE_RESTRICTED}", STRIPE_RESTRICTED),
+    ("jwt", f"id_token is {JWT} (expires soon)", JWT),
+    ("bearer", f"curl -H 'Authorization: Bearer {BEARER_OPAQUE}' https://api.example.com", BEARER_OPAQUE),
+    ("bearer", f"authorization: bearer {BEARER_OPAQUE}", BEARER_OPAQUE),
+    ("private_key", f"key file:\n{PEM}\nend of file", PEM_BODY),
+    ("url_credentials", f"connect to {DB_URL} please", DB_PASSWORD),
+    ("secret_param", f"GET https://api.example.com/v1/items?access_token={QUERY_TOKEN}&page=2", QUERY_TOKEN),
+]
+
+
+def realistic_value() -> dict[str, object]:
+    """A recorded step's data with every fake secret placed somewhere a real one could be."""
+    return {
+        "args": {
+            "query": "orders for customer c_17 since 2024-01-01",
+            "max_tokens": 1024,
+            "api_key": "plain-value-" + HEADER_API_KEY,
+            "password": PLAIN_PASSWORD,
+            "note": f"use {AWS_KEY_ID} for the legacy bucket",
+            "config": {
+                "database_url": DB_URL,
+                "auth": {"user": "svc", "pass": NESTED_PASS},
+                "client_secret": CLIENT_SECRET,
+                "signing": {"privateKey": PRIVATE_KEY_HEX},
+            },
+            "headers": [
+                ["Authorization", "Bearer " + BEARER_OPAQUE],
+                ("Cookie", COOKIE_VALUE),
+                ["Accept", "application/json"],
+                ["X-Api-Key", HEADER_API_KEY],
+            ],
+        },
+        "result": {
+            "status": 200,
+            "usage": {"input_tokens": 812, "output_tokens": 96, "total_tokens": 908},
+            "har_headers": [
+                {"name": "set-cookie", "value": SET_COOKIE_VALUE},
+                {"name": "content-type", "value": "application/json"},
+            ],
+            "items": [
+                {"id": 1, "env": {"GITHUB_TOKEN": GITHUB_CLASSIC, "HOME": "/home/app"}},
+                {"id": 2, "log": f"deployed with {GITHUB_FINE_GRAINED} and {GITLAB}, app {GITHUB_OAUTH}"},
+                [f"openai {OPENAI_PROJECT}", f"legacy {OPENAI_LEGACY}", f"claude {ANTHROPIC}"],
+                {"slack": [SLACK_BOT, {"user": SLACK_USER}], "maps": GOOGLE},
+                {"billing": f"charge via {STRIPE_LIVE} / {STRIPE_RESTRICTED}"},
+                {"id_token_text": f"got {JWT}", "sts": AWS_STS_KEY_ID},
+                {"files": {"deploy.pem": PEM}},
+                {"callback": f"https://hooks.example.com/cb?access_token={QUERY_TOKEN}"},
+            ],
+            "raw": orjson.dumps({"refresh_token": REFRESH_TOKEN, "expires_in": 3600}).decode(),
+            "sessionId": SESSION_ID,
+        },
+    }
+
+
+def json_forms(secret: str) -> list[bytes]:
+    """The secret as bytes: raw, JSON-escaped, and escaped twice (JSON text inside JSON)."""
+    once = orjson.dumps(secret)[1:-1]
+    twice = orjson.dumps(once.decode())[1:-1]
+    return [secret.encode(), once, twice]
+
+
+def assert_no_secret(data: bytes) -> None:
+    leaked = [secret for secret in SECRETS if any(form in data for form in json_forms(secret))]
+    assert leaked == []
+
+
+# --- placeholders and value patterns ------------------------------------------------------
+
+
+def test_placeholders() -> None:
+    assert KEY_PLACEHOLDER == "[REDACTED]"
+    assert pattern_placeholder("aws_access_key") == "[REDACTED:aws_access_key]"
+
+
+@pytest.mark.parametrize(("name", "text", "secret"), PATTERN_SAMPLES)
+def test_each_value_pattern_is_found_and_named(name: str, text: str, secret: str) -> None:
+    out = DEFAULT_REDACTOR.redact_text(text)
+    assert secret not in out
+    assert pattern_placeholder(name) in out
+
+
+def test_samples_cover_every_builtin_pattern() -> None:
+    assert {name for name, _, _ in PATTERN_SAMPLES} == set(PATTERN_NAMES)
+
+
+def test_rest_of_the_string_is_kept() -> None:
+    redact = DEFAULT_REDACTOR.redact_text
+    assert redact(f"key {AWS_KEY_ID} end") == "key [REDACTED:aws_access_key] end"
+    assert redact(f"Authorization: Bearer {BEARER_OPAQUE}") == "Authorization: Bearer [REDACTED:bearer]"
+    assert redact(DB_URL) == "postgres://[REDACTED:url_credentials]@db.internal:5432/orders"
+    assert redact(f"a\n{PEM}\nb") == "a\n[REDACTED:private_key]\nb"
+    assert redact(f"?access_token={QUERY_TOKEN}&page=2") == "?access_token=[REDACTED:secret_param]&page=2"
+    assert redact(f"{GITHUB_CLASSIC},{GITLAB}") == "[REDACTED:github_token],[REDACTED:gitlab_token]"
+
+
+def test_anthropic_key_is_named_anthropic_not_openai() -> None:
+    out = DEFAULT_REDACTOR.redact_text(ANTHROPIC)
+    assert out == "[REDACTED:anthropic_api_key]"
+    assert "openai" not in out
+
+
+def test_truncated_private_key_is_redacted_to_the_end() -> None:
+    truncated = "-----BEGIN " + "OPENSSH PRIVATE KEY-----\n" + PEM_BODY[:30]
+    assert DEFAULT_REDACTOR.redact_text("cat id: " + truncated) == "cat id: [REDACTED:private_key]"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Send the bearer token in the Authorization header.",
+        "task-management-system-overview and risk-assessment-quarterly-report",
+        "The ASIA PACIFIC region grew; see https://example.com:8080/path and mail ops@example.com",
+        "max_tokens=512 temperature=0.2",
+        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----",
+        "a ghp_ prefix alone, sk- alone, xoxb- alone, eyJ alone",
+        "",
+        "ok",
+    ],
+)
+def test_clean_text_is_returned_unchanged_as_the_same_object(text: str) -> None:
+    assert DEFAULT_REDACTOR.redact_text(text) is text
+    assert DEFAULT_REDACTOR(text) is text
+
+
+# --- keys ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "token",
+        "password",
+        "passwd",
+        "secret",
+        "api_key",
+        "apikey",
+        "api-key",
+        "apiKey",
+        "X-Api-Key",
+        "OPENAI_API_KEY",
+        "authorization",
+        "Proxy-Authorization",
+        "cookie",
+        "Set-Cookie",
+        "session",
+        "sessionId",
+        "private_key",
+        "access_key",
+        "AWS_SECRET_ACCESS_KEY",
+        "client_secret",
+        "credential",
+        "credentials",
+        "jwt",
+        "accessToken",
+        "auth_token",
+        "refresh_token",
+        "X-CSRF-Token",
+        "accesstoken",
+        "auth",
+        "basic_auth",
+    ],
+)
+def test_secret_keys(key: str) -> None:
+    assert DEFAULT_REDACTOR.is_secret_key(key)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "max_tokens",
+        "input_tokens",
+        "output_tokens",
+        "prompt_tokens",
+        "completion_tokens",
+        "total_tokens",
+        "tokens",
+        "cached_tokens",
+        "max_completion_tokens",
+        "token_count",
+        "token_usage",
+        "max_token",
+        "session_count",
+        "tokenizer",
+        "author",
+        "key",
+        "keys",
+        "monkey",
+        "possession",
+        "query",
+        "usage",
+    ],
+)
+def test_count_like_and_ordinary_keys_are_not_secret(key: str) -> None:
+    assert not DEFAULT_REDACTOR.is_secret_key(key)
+
+
+@pytest.mark.parametrize(
+    "secret_value",
+    ["plain", 12345, 3.5, True, {"nested": "dict"}, ["a", "list"], [[1, 2]]],
+)
+def test_secret_key_value_is_replaced_and_key_kept(secret_value: object) -> None:
+    out = DEFAULT_REDACTOR({"outer": {"deeper": [{"accessToken": secret_value, "keep": 1}]}})
+    assert out == {"outer": {"deeper": [{"accessToken": KEY_PLACEHOLDER, "keep": 1}]}}
+
+
+def test_none_under_a_secret_key_stays_none() -> None:
+    assert DEFAULT_REDACTOR({"api_key": None, "password": ""}) == {"api_key": None, "password": KEY_PLACEHOLDER}
+
+
+def test_model_arguments_and_usage_survive() -> None:
+    value = {
+        "model": "gpt-4o-mini",
+        "max_tokens": 256,
+        "max_completion_tokens": 128,
+        "temperature": 0.1,
+        "messages": [{"role": "user", "content": "count the tokens in this sentence"}],
+        "usage": {
+            "prompt_tokens": 10,
+            "completion_tokens": 5,
+            "total_tokens": 15,
+            "input_tokens": 10,
+            "output_tokens": 5,
+            "tokens": ["count", "the"],
+        },
+    }
+    assert DEFAULT_REDACTOR(value) == value
+
+
+# --- header lists --------------------------------------------------------------------------
+
+
+def test_header_pair_lists() -> None:
+    headers = [
+        ["Authorization", "Basic " + "dXNlcjpwYXNz"],
+        ("Cookie", COOKIE_VALUE),
+        ["Accept", "application/json"],
+        ["X-Trace", f"leaked {GITHUB_CLASSIC}"],
+        ["x-api-key", None],
+    ]
+    assert DEFAULT_REDACTOR({"headers": headers}) == {
+        "headers": [
+            ["Authorization", KEY_PLACEHOLDER],
+            ["Cookie", KEY_PLACEHOLDER],
+            ["Accept", "application/json"],
+            ["X-Trace", "leaked [REDACTED:github_token]"],
+            ["x-api-key", None],
+        ]
+    }
+
+
+def test_name_value_and_key_value_entries() -> None:
+    entries = [
+        {"name": "authorization", "value": "Basic " + "dXNlcjpwYXNz"},
+        {"name": "Accept", "value": "text/html"},
+        {"key": "DB_PASSWORD", "value": PLAIN_PASSWORD},
+        {"Key": "GithubToken", "Value": "x"},
+        {"key": "max_tokens", "value": 100},
+    ]
+    assert DEFAULT_REDACTOR(entries) == [
+        {"name": "authorization", "value": KEY_PLACEHOLDER},
+        {"name": "Accept", "value": "text/html"},
+        {"key": "DB_PASSWORD", "value": KEY_PLACEHOLDER},
+        {"Key": "GithubToken", "Value": KEY_PLACEHOLDER},
+        {"key": "max_tokens", "value": 100},
+    ]
+
+
+# --- the corpus -------------------------------------------------------------------------------
+
+
+def test_corpus_has_enough_distinct_secrets() -> None:
+    assert len(set(SECRETS)) >= 20
+
+
+def test_no_secret_of_the_corpus_survives() -> None:
+    value = realistic_value()
+    dumped_input = orjson.dumps(value)
+    assert all(any(form in dumped_input for form in json_forms(secret)) for secret in SECRETS)
+    out = DEFAULT_REDACTOR(value)
+    dumped = orjson.dumps(out)
+    assert_no_secret(dumped)
+    # keys and ordinary data are kept
+    assert out["args"]["max_tokens"] == 1024
+    assert out["args"]["api_key"] == KEY_PLACEHOLDER
+    assert out["args"]["config"]["auth"] == KEY_PLACEHOLDER
+    assert out["args"]["headers"][2] == ["Accept", "application/json"]
+    assert out["result"]["usage"] == {"input_tokens": 812, "output_tokens": 96, "total_tokens": 908}
+    assert out["result"]["items"][0]["env"] == {"GITHUB_TOKEN": KEY_PLACEHOLDER, "HOME": "/home/app"}
+    assert out["result"]["sessionId"] == KEY_PLACEHOLDER
+    assert orjson.loads(out["result"]["raw"]) == {"refresh_token": KEY_PLACEHOLDER, "expires_in": 3600}
+
+
+def test_input_is_not_mutated() -> None:
+    value = realistic_value()
+    before = copy.deepcopy(value)
+    out = DEFAULT_REDACTOR(value)
+    assert value == before
+    assert out is not value
+    assert out["args"] is not value["args"]
+
+
+def test_clean_containers_are_new_but_clean_strings_are_shared() -> None:
+    text = "a long clean string " * 20
+    value = {"a": [text, 1, None, 2.5, False]}
+    out = DEFAULT_REDACTOR(value)
+    assert out == value
+    assert out is not value
+    assert out["a"] is not value["a"]
+    assert out["a"][0] is text
+
+
+# --- determinism -----------------------------------------------------------------------------
+
+
+def test_placeholders_are_deterministic_and_redaction_idempotent() -> None:
+    value = realistic_value()
+    first = DEFAULT_REDACTOR(value)
+    assert DEFAULT_REDACTOR(realistic_value()) == first
+    assert DEFAULT_REDACTOR(first) == first
+    assert orjson.dumps(DEFAULT_REDACTOR(first)) == orjson.dumps(first)
+
+
+def test_call_key_is_stable_whatever_the_secret() -> None:
+    """Record with one key, replay with another: the redacted call keys agree."""
+
+    def key_for(secret: str) -> str:
+        args = {"repo": "acme/api", "token": secret, "url": f"https://ci:{secret}@ci.example.com/x"}
+        return call_key("clone", DEFAULT_REDACTOR(normalize(to_jsonable(args))))
+
+    assert key_for(GITHUB_CLASSIC) == key_for(GITHUB_OAUTH)
+    assert key_for(GITHUB_CLASSIC) == key_for(GITHUB_CLASSIC)
+
+
+# --- user keys, patterns and processors -----------------------------------------------------------
+
+
+def test_user_keys_match_like_defaults() -> None:
+    redactor = Redactor(keys=("customer_ssn",))
+    for key in ("customer_ssn", "customerSSN", "X-Customer-Ssn", "CUSTOMER_SSN", "customerssn"):
+        assert redactor.is_secret_key(key), key
+    assert not redactor.is_secret_key("customer_id")
+    assert redactor({"customerSsn": "123-45-6789", "password": "x"}) == {
+        "customerSsn": KEY_PLACEHOLDER,
+        "password": KEY_PLACEHOLDER,
+    }
+
+
+def test_user_patterns_are_named_custom_n() -> None:
+    redactor = Redactor(
+        patterns=(r"EMP-\d{6}", re.compile(r"acct_[a-z]+", re.IGNORECASE), r"(?i)ticket#\d+"),
+    )
+    out = redactor({"note": f"EMP-123456 paid ACCT_abc; see TICKET#42 and {AWS_KEY_ID}"})
+    assert out == {
+        "note": "[REDACTED:custom_1] paid [REDACTED:custom_2]; see [REDACTED:custom_3] and [REDACTED:aws_access_key]"
+    }
+
+
+def test_user_pattern_with_groups_and_empty_matches() -> None:
+    redactor = Redactor(patterns=(r"(pin|PIN)[:=](\d{4})\b", r"x*"))
+    assert redactor.redact_text("card pin=1234 ok") == "card [REDACTED:custom_1] ok"
+    assert redactor.redact_text("nothing here") == "nothing here"
+
+
+@pytest.mark.parametrize("bad", ["(unclosed", b"bytes", 42])
+def test_invalid_user_pattern_is_a_configuration_error(bad: object) -> None:
+    with pytest.raises(ConfigurationError, match="pattern #1"):
+        Redactor(patterns=(bad,))  # type: ignore[arg-type]
+
+
+def test_invalid_key_or_processor_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError):
+        Redactor(keys=(1,))  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError):
+        Redactor(processors=("not callable",))  # type: ignore[arg-type]
+
+
+def test_processors_run_in_order_after_builtin_passes() -> None:
+    seen: list[object] = []
+
+    def first(data: object) -> object:
+        seen.append(copy.deepcopy(data))
+        assert isinstance(data, dict)
+        return {**data, "first": True}
+
+    def second(data: object) -> object:
+        assert isinstance(data, dict)
+        return {k: v for k, v in data.items() if k != "internal"}
+
+    redactor = Redactor(processors=(first, second))
+    value = {"password": PLAIN_PASSWORD, "internal": "drop me", "ok": 1}
+    assert redactor(value) == {"password": KEY_PLACEHOLDER, "ok": 1, "first": True}
+    assert seen == [{"password": KEY_PLACEHOLDER, "internal": "drop me", "ok": 1}]
+    assert value == {"password": PLAIN_PASSWORD, "internal": "drop me", "ok": 1}
+
+
+def test_processor_error_fails_closed_without_logging_the_message(caplog: pytest.LogCaptureFixture) -> None:
+    calls: list[str] = []
+
+    def broken(data: object) -> object:
+        raise ValueError(f"cannot handle {PLAIN_PASSWORD}")
+
+    def after(data: object) -> object:
+        calls.append("after")
+        return data
+
+    redactor = Redactor(keys=(), processors=(broken, after), defaults=False)
+    with caplog.at_level(logging.WARNING, logger="otel_agent_replay.redact"):
+        out = redactor({"note": PLAIN_PASSWORD})
+    assert out == "[REDACTED:processor_error]"
+    assert calls == []
+    assert "ValueError" in caplog.text
+    assert PLAIN_PASSWORD not in caplog.text
+
+
+def test_defaults_false_turns_the_defaults_off() -> None:
+    value = {"password": PLAIN_PASSWORD, "note": f"key {AWS_KEY_ID}", "headers": [["Cookie", COOKIE_VALUE]]}
+    off = Redactor(defaults=False)
+    assert off(value) == value
+    assert not off.is_secret_key("password")
+    assert off.redact_text(AWS_KEY_ID) == AWS_KEY_ID
+    mine = Redactor(keys=("cookie",), patterns=(r"AKIA[0-9A-Z]{16}",), defaults=False)
+    assert mine(value) == {
+        "password": PLAIN_PASSWORD,
+        "note": "key [REDACTED:custom_1]",
+        "headers": [["Cookie", KEY_PLACEHOLDER]],
+    }
+
+
+def test_redactor_is_frozen_hashable_and_compares_by_configuration() -> None:
+    assert Redactor() == DEFAULT_REDACTOR
+    assert hash(Redactor(keys=("a",))) == hash(Redactor(keys=("a",)))
+    assert Redactor(keys=("a",)) != Redactor(keys=("b",))
+    assert len({Redactor(), Redactor(), Redactor(defaults=False)}) == 2
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        DEFAULT_REDACTOR.keys = ("x",)  # type: ignore[misc]
+
+
+# --- odd data -----------------------------------------------------------------------------------
+
+
+class Color(str, enum.Enum):
+    RED = "red"
+
+
+def test_odd_json_data_never_raises() -> None:
+    cyclic: list[object] = [1]
+    cyclic.append(cyclic)
+    deep: object = GITHUB_CLASSIC
+    for _ in range(300):
+        deep = [deep]
+    value = {
+        1: "int key",
+        ("tuple", "key"): "tuple key",
+        "set": {3, 1, 2},
+        "bytes": b"raw",
+        "enum": Color.RED,
+        "path": Path("/tmp/x"),
+        "nan": float("nan"),
+        "cyclic": cyclic,
+        "deep": deep,
+        "object": object(),
+        "tuple": ("a", GITHUB_CLASSIC),
+        "broken_json": "{not json}",
+        "placeholder_like": "[REDACTED]",
+    }
+    out = DEFAULT_REDACTOR(value)
+    assert out[1] == "int key"
+    assert out["set"] == [1, 2, 3]
+    assert out["bytes"] == {"$bytes": "cmF3"}
+    assert out["enum"] == "red"
+    assert out["path"] == "/tmp/x"
+    assert out["tuple"] == ["a", "[REDACTED:github_token]"]
+    assert out["broken_json"] == "{not json}"
+    assert out["placeholder_like"] == "[REDACTED]"
+    assert GITHUB_CLASSIC not in repr(out)
+
+
+# --- cost -----------------------------------------------------------------------------------------
+
+
+def clean_text(size: int = 4096) -> str:
+    words = ["lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit", "sed"]
+    words += ["eiusmod", "tempor", "incididunt", "labore", "magna", "aliqua", "veniam", "nostrud"]
+    parts: list[str] = []
+    i = 0
+    while sum(len(part) for part in parts) < size:
+        note = " ".join(words[(i + j) % len(words)] for j in range(6))
+        parts.append(
+            f'{{"user_id": "c_{i}", "note": "{note}", "n": {i * 7919 % 100000}, '
+            f'"price": {i * 3.17:.2f}, "date": "2024-0{i % 9 + 1}-1{i % 10}"}}, '
+        )
+        i += 1
+    return "".join(parts)[:size]
+
+
+def test_scanning_clean_text_is_cheap() -> None:
+    """A clean 4 KB string costs a few µs; running every pattern at every position costs ~40x more."""
+    text = clean_text()
+    assert DEFAULT_REDACTOR.redact_text(text) is text
+    runs = 200
+    best = min(timeit.repeat(lambda: DEFAULT_REDACTOR.redact_text(text), number=runs, repeat=5)) / runs
+    assert best < 100e-6, f"{best * 1e6:.1f} µs per 4 KB"
+
+
+def test_a_secret_inside_long_text_is_found() -> None:
+    text = clean_text() + f" leaked {SLACK_BOT} " + clean_text(2000)
+    out = DEFAULT_REDACTOR.redact_text(text)
+    assert SLACK_BOT not in out
+    assert out.count("[REDACTED:slack_token]") == 1
+    assert len(out) == len(text) - len(SLACK_BOT) + len("[REDACTED:slack_token]")
+
+
+# --- the tape bytes ---------------------------------------------------------------------------------
+
+
+def test_secret_never_reaches_the_tape_bytes(tmp_path: Path) -> None:
+    """Redact before setting attributes, export the span as OTLP JSON, read the bytes back."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer(attr.INSTRUMENTATION_NAME)
+    value = realistic_value()
+
+    args_json = dumps_canonical(DEFAULT_REDACTOR(normalize(to_jsonable(value["args"]))))
+    result_json = orjson.dumps(DEFAULT_REDACTOR(to_jsonable(value["result"]))).decode()
+    error_message = DEFAULT_REDACTOR.redact_text(f"401 for token {GITHUB_CLASSIC}")
+    with tracer.start_as_current_span(attr.tool_span_name("fetch_orders")) as span:
+        span.set_attribute(attr.GEN_AI_TOOL_CALL_ARGUMENTS, args_json)
+        span.set_attribute(attr.CALL_KEY, call_key("fetch_orders", orjson.loads(args_json)))
+        span.set_attribute(attr.GEN_AI_TOOL_CALL_RESULT, result_json)
+        span.add_event(attr.EXCEPTION_EVENT, {attr.EXCEPTION_MESSAGE: error_message})
+    provider.shutdown()
+
+    tape = tmp_path / "tape.jsonl"
+    tape.write_text(encode_spans(exporter.get_finished_spans()).to_json() + "\n", encoding="utf-8")
+    data = tape.read_bytes()
+
+    assert b"[REDACTED" in data
+    assert attr.GEN_AI_TOOL_CALL_ARGUMENTS.encode() in data
+    assert_no_secret(data)
