@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -128,6 +129,7 @@ def _cmd_show(args: argparse.Namespace, out: Console, err: Console) -> int:
 def _cmd_demo(args: argparse.Namespace, out: Console, err: Console) -> int:
     from .demo import record_demo
 
+    os.environ.setdefault("OTEL_SERVICE_NAME", "otel-agent-replay-demo")
     result = record_demo(args.out)
     out.print(f"[bold]record[/bold]: one run of the report-writer agent → {escape(str(result.tape))}")
     show_tape(load_tape(result.tape), out)

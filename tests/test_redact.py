@@ -658,3 +658,35 @@ def test_secret_never_reaches_the_tape_bytes(tmp_path: Path) -> None:
     assert b"[REDACTED" in data
     assert attr.GEN_AI_TOOL_CALL_ARGUMENTS.encode() in data
     assert_no_secret(data)
+
+
+def _pieces(value: object) -> list[object]:
+    """Every sub-value of some JSON data, the whole first."""
+    found: list[object] = [value]
+    if isinstance(value, dict):
+        for item in value.values():
+            found.extend(_pieces(item))
+    elif isinstance(value, list):
+        for item in value:
+            found.extend(_pieces(item))
+    return found
+
+
+def test_the_cheap_text_check_never_skips_what_the_walk_would_change() -> None:
+    samples: list[object] = [*_pieces(realistic_value()), *(text for _, text, _ in PATTERN_SAMPLES)]
+    samples += [{key: "value"} for key in ("accessToken", "X-Api-Key", "client_secret", "PASSWD", "jwt")]
+    samples += [[["Cookie", "a=b"]], [{"name": "authorization", "value": "x"}]]
+    changed = 0
+    for value in samples:
+        text = orjson.dumps(value).decode()
+        if DEFAULT_REDACTOR(value) != value:
+            changed += 1
+            assert DEFAULT_REDACTOR.may_redact(text), text
+    assert changed > 30
+
+
+def test_the_cheap_text_check_passes_clean_data() -> None:
+    clean = {"items": [{"id": i, "title": f"document {i}", "body": "lorem ipsum " * 10} for i in range(20)]}
+    assert not DEFAULT_REDACTOR.may_redact(orjson.dumps(clean).decode())
+    assert Redactor(processors=(lambda v: v,)).may_redact("{}")  # processors may do anything
+    assert Redactor(keys=("customer_ssn",)).may_redact('{"customerSsn":"1"}')

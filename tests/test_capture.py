@@ -1,0 +1,59 @@
+"""The capture pipeline: canonical redacted arguments, results given back as they were."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import orjson
+
+from otel_agent_replay.capture import capture_args, capture_json, capture_result, messages_json, usage_tokens
+from otel_agent_replay.payload import BlobStore, Limits
+from otel_agent_replay.redact import DEFAULT_REDACTOR, Redactor
+from otel_agent_replay.runtime import DEFAULT_CAPTURE, Capture
+
+
+def test_arguments_are_canonical_redacted_and_keyed() -> None:
+    a = capture_args("login", {"user": " ann ", "password": "pw-1", "opts": None}, DEFAULT_CAPTURE)
+    b = capture_args("login", {"password": "pw-2", "user": "ann"}, DEFAULT_CAPTURE)
+    assert a.json == '{"password":"[REDACTED]","user":"ann"}'
+    assert a.call_key == b.call_key and a.call_key.startswith("login:")
+
+
+def test_results_keep_their_shape_but_lose_secrets() -> None:
+    got = capture_result({"b": " padded ", "a": None, "token": "t-1"}, DEFAULT_CAPTURE)
+    assert orjson.loads(got.json) == {"b": " padded ", "a": None, "token": "[REDACTED]"}
+    assert got.truncated is False and got.sha256 is None
+
+
+@dataclasses.dataclass
+class Row:
+    id: int
+    name: str
+
+
+def test_fast_and_walked_paths_give_the_same_text() -> None:
+    value = {"rows": [Row(1, "a"), Row(2, "b")], "note": "clean"}
+    fast = capture_json(value, DEFAULT_CAPTURE)
+    walked = orjson.dumps(DEFAULT_REDACTOR(orjson.loads(fast))).decode()
+    assert fast == walked
+    # A user processor forces the walk; the result is the same text when it changes nothing.
+    slow = capture_json(value, Capture(redactor=Redactor(processors=(lambda v: v,))))
+    assert slow == fast
+
+
+def test_shortened_results_are_hashed_and_stored(tmp_path: Path) -> None:
+    capture = Capture(limits=Limits(max_string=32, max_result_bytes=4096), blobs=BlobStore(tmp_path))
+    got = capture_result({"text": "x" * 100}, capture)
+    assert got.truncated and got.sha256 is not None
+    assert (tmp_path / f"{got.sha256}.json").read_text() == '{"text":"' + "x" * 100 + '"}'
+    assert "truncated 100 chars" in orjson.loads(got.json)["text"]
+
+
+def test_usage_and_messages() -> None:
+    assert usage_tokens({"usage": {"input_tokens": 3, "output_tokens": 4}}) == (3, 4)
+    assert usage_tokens({"usage": {"prompt_tokens": 5, "completion_tokens": 6}}) == (5, 6)
+    assert usage_tokens({"usage": {"input_tokens": True}}) == (None, None)
+    assert usage_tokens("no usage") == (None, None)
+    assert messages_json({"messages": [{"role": "user"}]}) == '[{"role":"user"}]'
+    assert messages_json({"text": "x"}) is None

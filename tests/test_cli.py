@@ -1,0 +1,92 @@
+"""The otel-agent-replay command, called through main(argv) and once as the installed script."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from otel_agent_replay import agent_run, record, tool
+from otel_agent_replay.cli import main
+
+
+@tool(side_effect="read_only")
+def lookup(sku: str) -> dict[str, int]:
+    return {"stock": 4}
+
+
+@tool(side_effect="external")
+def charge(amount: int) -> None:
+    raise RuntimeError("card declined")
+
+
+def _record(path: Path) -> str:
+    with record(path), agent_run("shop", agent_version="2") as run:
+        lookup("sku-1")
+        with contextlib.suppress(RuntimeError):
+            charge(12)
+        run.set_output("partial")
+    return run.run_id
+
+
+def test_show_prints_each_run_as_a_tree(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tape = tmp_path / "t.jsonl"
+    run_id = _record(tape)
+    assert main(["show", str(tape)]) == 0
+    out = capsys.readouterr().out
+    assert f"run {run_id}" in out and "agent shop v2" in out and "2 steps" in out
+    assert "1 lookup#1" in out and "read_only" in out and '{"sku":"sku-1"}' in out
+    assert "2 charge#1" in out and "external" in out and "error" in out and "card declined" in out
+
+
+def test_show_json_is_machine_readable(tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    tape = tmp_path / "t.jsonl"
+    run_id = _record(tape)
+    assert main(["show", str(tape), "--json"]) == 0
+    (run,) = orjson.loads(capsysbinary.readouterr().out)
+    assert run["run_id"] == run_id and run["output"] == "partial"
+    first, second = run["steps"]
+    assert first["tool"] == "lookup" and first["args"] == {"sku": "sku-1"} and first["result"] == {"stock": 4}
+    assert second["status"] == "error" and second["error"]["message"] == "card declined"
+    assert second["side_effect"] == "external"
+
+
+def test_errors_are_reported_with_exit_status_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", str(tmp_path / "missing.jsonl")]) == 2
+    assert "missing.jsonl" in capsys.readouterr().err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"resourceSpans": []}\nnot json\n')
+    assert main(["show", str(bad)]) == 2
+    assert f"{bad}:2" in capsys.readouterr().err
+
+
+def test_demo_records_the_four_step_chain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for step in ("fetch_document#1", "search_index#1", "summarise#1", "write_report#1"):
+        assert step in out
+    assert (tmp_path / "report.md").read_text().startswith("# Report on doc-7")
+    from otel_agent_replay import load_tape
+
+    (run,) = load_tape(tmp_path / "tapes" / "demo.jsonl").runs
+    assert [s.tool for s in run.steps] == ["fetch_document", "search_index", "summarise", "write_report"]
+    assert [s.side_effect for s in run.steps] == ["read_only", "read_only", None, "write"]
+    assert run.steps[2].kind == "llm" and run.steps[2].input_tokens and run.steps[3].parent_step_id == "summarise#1"
+    # A second demo starts a fresh tape.
+    assert main(["demo", "--out", str(tmp_path)]) == 0
+    assert len(load_tape(tmp_path / "tapes" / "demo.jsonl").runs) == 1
+
+
+def test_installed_console_script_runs(tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("otel-agent-replay")
+    assert script.exists(), "install the package (pip install -e .) to get the console script"
+    done = subprocess.run([str(script), "demo", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "write_report#1" in done.stdout
+    shown = subprocess.run([str(script), "show", str(tmp_path / "tapes" / "demo.jsonl"), "--json"],
+                           capture_output=True, timeout=120)
+    assert shown.returncode == 0 and len(orjson.loads(shown.stdout)[0]["steps"]) == 4
