@@ -292,3 +292,123 @@ def test_otlp_variables_send_the_same_spans_to_an_endpoint(tape: Path) -> None:
         if kv.key == "service.name"
     }
     assert service == {"otlp-test"}
+
+
+def test_every_tape_line_parses_as_otlp_json(tape: Path) -> None:
+    from opentelemetry.proto_json.trace.v1.trace import TracesData
+
+    @tool(side_effect="write", version="3")
+    def store(payload: dict[str, Any]) -> dict[str, Any]:
+        return {"stored": True, "size": 4096, "ratio": 0.5}
+
+    with record(tape), agent_run("a", input={"n": 1}):
+        echo([1, 2, 3])
+        store({"x": "é"})
+        with pytest.raises(ValueError):
+            _failing("x")
+    lines = tape.read_bytes().splitlines()
+    assert len(lines) == 4
+    for line in lines:
+        message = TracesData.from_json(line)  # the generated OTLP JSON classes accept it
+        doc = orjson.loads(line)
+        assert message.to_dict()["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["spanId"] == (
+            doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["spanId"]
+        )
+        (span,) = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        assert len(span["traceId"]) == 32 and span["traceId"] == span["traceId"].lower()
+        int(span["traceId"], 16), int(span["spanId"], 16)
+        assert isinstance(span["startTimeUnixNano"], str) and span["startTimeUnixNano"].isdigit()
+        assert isinstance(span["kind"], int)
+        for attr in span["attributes"]:
+            if "intValue" in attr["value"]:
+                assert isinstance(attr["value"]["intValue"], str)  # int64 as a decimal string
+        if span.get("status", {}).get("code") is not None:
+            assert isinstance(span["status"]["code"], int)
+
+
+def test_full_secret_corpus_never_reaches_the_tape_bytes(tape: Path) -> None:
+    from test_redact import SECRETS, assert_no_secret, realistic_value
+
+    @tool(side_effect="read_only")
+    def call(payload: dict[str, object], headers: list[list[str]]) -> dict[str, object]:
+        return realistic_value()
+
+    assert len(SECRETS) >= 20
+    headers = [["Authorization", f"Bearer {SECRETS[0]}"], ["Cookie", "sid=" + SECRETS[1]], ["X-Api-Key", SECRETS[2]]]
+    with record(tape), agent_run("a", input=realistic_value()) as run:
+        call(realistic_value(), headers)
+        run.set_output(realistic_value())
+    assert_no_secret(tape.read_bytes())
+
+
+_MULTI_WRITER = textwrap.dedent(
+    """
+    import sys
+    from otel_agent_replay import agent_run, record, tool
+
+    @tool(side_effect="read_only")
+    def step(who: str, i: int) -> str:
+        return who * 500
+
+    path, who = sys.argv[1], sys.argv[2]
+    for r in range(5):
+        with record(path), agent_run("w", run_id=f"{who}-{r}"):
+            for i in range(40):
+                step(who, i)
+    """
+)
+
+
+def test_four_processes_recording_to_one_tape(tape: Path) -> None:
+    from otel_agent_replay import load_tape
+
+    tape.parent.mkdir(parents=True)
+    procs = [subprocess.Popen([sys.executable, "-c", _MULTI_WRITER, str(tape), f"p{n}"]) for n in range(4)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    loaded = load_tape(tape)
+    assert len(loaded.runs) == 20
+    for run in loaded.runs:
+        assert run.complete and [s.seq for s in run.steps] == list(range(1, 41))
+    assert len(tape.read_bytes().splitlines()) == 20 * 41
+
+
+_KILLED = textwrap.dedent(
+    """
+    import sys
+    from otel_agent_replay import agent_run, record, tool
+
+    @tool(side_effect="read_only")
+    def step(i: int) -> str:
+        print(i, flush=True)  # i-1 has ended, so it is on the tape
+        return "y" * 2000
+
+    with record(sys.argv[1]), agent_run("doomed", run_id="doomed"):
+        i = 0
+        while True:
+            i += 1
+            step(i)
+    """
+)
+
+
+def test_sigkill_mid_recording_leaves_a_tape_that_loads(tape: Path) -> None:
+    import signal
+    import time
+
+    from otel_agent_replay import load_tape
+
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED, str(tape)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    started = 0
+    deadline = time.monotonic() + 60
+    while started < 300 and time.monotonic() < deadline:
+        started = int(proc.stdout.readline())
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    announced = started + sum(1 for _ in proc.stdout)  # steps that began before the kill
+    (run,) = load_tape(tape).runs
+    assert not run.complete and run.run_id == "doomed"  # the run span never ended
+    seqs = [s.seq for s in run.steps]
+    assert seqs == list(range(1, len(seqs) + 1))  # nothing missing before the kill
+    # Every step that ended before the kill is there: at most the one in flight is lost.
+    assert len(seqs) >= announced - 2
