@@ -142,7 +142,7 @@ def _router_for(provider: TracerProvider) -> _Router:
         return router
 
 
-class record:  # noqa: N801 - used like a function, as a context manager
+class record:
     """Append the runs started inside this block to the tape at ``path``.
 
     Options: ``redactor`` (a ``Redactor``; redaction is on by default), ``max_string``
