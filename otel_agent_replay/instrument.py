@@ -12,27 +12,37 @@ import datetime as _dt
 import functools
 import inspect
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar, cast, overload
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import INVALID_SPAN, Link, Span, SpanKind, Status, StatusCode
 
 from . import attributes as A
 from .canonical import bind_arguments, context_parameters, hash_text
-from .capture import capture_args, capture_json, capture_result, capture_value, messages_json, usage_tokens
+from .capture import (
+    CapturedArgs,
+    capture_args,
+    capture_json,
+    capture_result,
+    capture_value,
+    messages_json,
+    usage_tokens,
+)
 from .errors import ConfigurationError
 from .redact import Redactor
 from .runtime import (
     DEFAULT_CAPTURE,
     Capture,
+    ReplayHook,
     RunState,
     StepIds,
     active_run,
     current_recording,
+    current_replay,
     current_run,
     current_step,
     run_ended,
@@ -189,20 +199,32 @@ def record_error(span: Span, exc: BaseException, redactor: Redactor) -> None:
     span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {message}"))
 
 
-def _begin(spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Step | None:
-    """Start a step's span, or return None when there is no run to record it in."""
-    run = active_run()
-    if run is None:
-        return None
-    try:
-        bound = bind_arguments(spec.signature, args, kwargs, spec.leave_out)
-    except TypeError:
-        return None  # the call itself will raise the same TypeError
-    capture = run.capture
-    captured = capture_args(spec.name, bound, capture)
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A call bound, captured and given its identity, before any span starts."""
+
+    run: RunState
+    ids: StepIds
+    captured: CapturedArgs
+    in_context: bool
+    """False when the call joined the only active run from a thread without its context."""
+
+
+def prepare(spec: ToolSpec, run: RunState, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Prepared:
+    """Bind and capture a call's arguments and take its seq and step ids.
+
+    Raises ``TypeError`` exactly as the call itself would when the arguments do not fit.
+    """
+    bound = bind_arguments(spec.signature, args, kwargs, spec.leave_out)
+    captured = capture_args(spec.name, bound, run.capture)
     in_context = current_run.get() is run
     enclosing = current_step.get() if in_context else None
-    ids = run.next_step(spec.name, enclosing)
+    return Prepared(run, run.next_step(spec.name, enclosing), captured, in_context)
+
+
+def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]]:
+    """The span name and start attributes of a step."""
+    run, ids, captured = prep.run, prep.ids, prep.captured
     if spec.kind == A.KIND_TOOL:
         attrs: dict[str, Any] = {
             A.GEN_AI_OPERATION_NAME: A.OP_EXECUTE_TOOL,
@@ -235,21 +257,39 @@ def _begin(spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _St
     if spec.ttl is not None:
         expires = _dt.datetime.now(_dt.timezone.utc) + _dt.timedelta(seconds=spec.ttl)
         attrs[A.EXPIRES_AT] = expires.isoformat(timespec="seconds")
+    return span_name, attrs
 
+
+def start_step(spec: ToolSpec, prep: Prepared, links: Sequence[Link] = ()) -> _Step:
+    """Start the step's span as the current span; ``finish`` or ``fail`` ends it."""
+    run = prep.run
+    span_name, attrs = step_attributes(spec, prep)
     undo: list[Callable[[], None]] = []
     if current_recording.get() is not run.recording:
         rec_token = current_recording.set(run.recording)
         undo.append(lambda: current_recording.reset(rec_token))
-    parent_ctx = None if in_context else trace.set_span_in_context(run.span)
-    span = _tracer.start_span(span_name, context=parent_ctx, kind=SpanKind.INTERNAL, attributes=attrs)
+    parent_ctx = None if prep.in_context else trace.set_span_in_context(run.span)
+    span = _tracer.start_span(span_name, context=parent_ctx, kind=SpanKind.INTERNAL, attributes=attrs, links=links)
     ctx_token = otel_context.attach(trace.set_span_in_context(span, parent_ctx))
     undo.append(lambda: otel_context.detach(ctx_token))
-    step_token = current_step.set(ids.step_id)
+    step_token = current_step.set(prep.ids.step_id)
     undo.append(lambda: current_step.reset(step_token))
-    if not in_context:
+    if not prep.in_context:
         run_token = current_run.set(run)
         undo.append(lambda: current_run.reset(run_token))
-    return _Step(spec, run, ids, span, undo)
+    return _Step(spec, run, prep.ids, span, undo)
+
+
+def _begin(spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Step | None:
+    """Start a recorded step, or return None when there is no run to record it in."""
+    run = active_run()
+    if run is None:
+        return None
+    try:
+        prep = prepare(spec, run, args, kwargs)
+    except TypeError:
+        return None  # the call itself will raise the same TypeError
+    return start_step(spec, prep)
 
 
 def _model_from_args(value: object) -> str | None:
@@ -266,6 +306,9 @@ def _wrap(fn: F, spec: ToolSpec) -> F:
 
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            session = current_replay.get()
+            if session is not None:
+                return await session.call_async(spec, async_fn, args, kwargs)
             step = _begin(spec, args, kwargs)
             if step is None:
                 return await async_fn(*args, **kwargs)
@@ -282,6 +325,9 @@ def _wrap(fn: F, spec: ToolSpec) -> F:
 
         @functools.wraps(fn)
         def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
+            session = current_replay.get()
+            if session is not None:
+                return session.call(spec, fn, args, kwargs)
             step = _begin(spec, args, kwargs)
             if step is None:
                 return fn(*args, **kwargs)
@@ -434,7 +480,7 @@ class agent_run:
         self.task = task
         self.input = input
         self.conversation_id = conversation_id
-        self._state: list[tuple[RunState, RunHandle, list[Callable[[], None]]]] = []
+        self._state: list[tuple[RunState, RunHandle, list[Callable[[], None]], ReplayHook | None]] = []
 
     def _options(self, **changes: Any) -> agent_run:
         kw: dict[str, Any] = {
@@ -450,6 +496,7 @@ class agent_run:
     def __enter__(self) -> RunHandle:
         recording = current_recording.get()
         capture = cast(Capture, getattr(recording, "capture", DEFAULT_CAPTURE))
+        session = current_replay.get()
         run_id = self.run_id or uuid.uuid4().hex
         attrs: dict[str, Any] = {
             A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
@@ -469,24 +516,36 @@ class agent_run:
             text = capture_json(self.input, capture, canonical=True)
             attrs[A.INPUT] = text
             attrs[A.INPUT_HASH] = hash_text(text)
-        span = _tracer.start_span(A.run_span_name(self.agent_name), kind=SpanKind.INTERNAL, attributes=attrs)
-        state = RunState(run_id, self.agent_name, span, capture, recording)
-        handle = RunHandle(run_id, self.agent_name, span, capture)
+        links: list[Link] = []
+        replay_run: object | None = None
+        if session is not None:
+            extra, links, replay_run = session.begin_run(self.agent_name, run_id)
+            attrs.update(extra)
         undo: list[Callable[[], None]] = []
-        ctx_token = otel_context.attach(trace.set_span_in_context(span))
-        undo.append(lambda: otel_context.detach(ctx_token))
+        span: Span
+        if session is not None and not session.spans:
+            span = INVALID_SPAN
+        else:
+            span = _tracer.start_span(
+                A.run_span_name(self.agent_name), kind=SpanKind.INTERNAL, attributes=attrs, links=links
+            )
+            ctx_token = otel_context.attach(trace.set_span_in_context(span))
+            undo.append(lambda: otel_context.detach(ctx_token))
+        state = RunState(run_id, self.agent_name, span, capture, recording)
+        state.replay = replay_run
+        handle = RunHandle(run_id, self.agent_name, span, capture)
         run_token = current_run.set(state)
         undo.append(lambda: current_run.reset(run_token))
         step_token = current_step.set(None)
         undo.append(lambda: current_step.reset(step_token))
         run_started(state)
-        self._state.append((state, handle, undo))
+        self._state.append((state, handle, undo, session))
         return handle
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        state, _handle, undo = self._state.pop()
+        state, _handle, undo, session = self._state.pop()
         run_ended(state)
         try:
             if exc is not None:
@@ -495,6 +554,8 @@ class agent_run:
             for step in reversed(undo):
                 step()
             state.span.end()
+            if session is not None and state.replay is not None:
+                session.end_run(state.replay, exc)
 
     async def __aenter__(self) -> RunHandle:
         return self.__enter__()

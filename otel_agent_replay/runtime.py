@@ -9,15 +9,16 @@ of the context falls back to the only run active in the process, if there is exa
 from __future__ import annotations
 
 import threading
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .payload import BlobStore, Limits
 from .redact import DEFAULT_REDACTOR, Redactor
 
 if TYPE_CHECKING:
-    from opentelemetry.trace import Span
+    from opentelemetry.trace import Link, Span
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,7 @@ class RunState:
         "capture",
         "last_model_step_id",
         "recording",
+        "replay",
         "run_id",
         "span",
     )
@@ -63,6 +65,8 @@ class RunState:
         self.capture = capture
         self.recording = recording
         self.last_model_step_id = ""
+        self.replay: object | None = None
+        """The replay run this run is matched to, during a replay."""
         self._seq = 0
         self._counts: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
@@ -121,3 +125,23 @@ def active_run() -> RunState | None:
         if len(_active_runs) == 1:
             return next(iter(_active_runs))
     return None
+
+
+class ReplayHook(Protocol):
+    """What instrumentation asks of an active replay (implemented by ``replay.ReplaySession``)."""
+
+    spans: bool
+
+    def call(self, spec: Any, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any: ...
+
+    async def call_async(
+        self, spec: Any, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any: ...
+
+    def begin_run(self, agent_name: str, run_id: str) -> tuple[dict[str, Any], list[Link], object]: ...
+
+    def end_run(self, replay_run: object, error: BaseException | None) -> None: ...
+
+
+current_replay: ContextVar[ReplayHook | None] = ContextVar("agent_replay_replay", default=None)
+"""The active replay session, if any."""
