@@ -1,16 +1,33 @@
 """otel-agent-replay: agent runs as OpenTelemetry spans, recorded to tapes and replayed offline.
 
 Public names (a contract): ``tool``, ``model_call``, ``agent_run``, ``record``,
-``load_tape``, ``Redactor`` and the errors below ``AgentReplayError``.
+``load_tape``, ``replay``, ``Redactor`` and the errors below ``AgentReplayError``.
 """
 
 from __future__ import annotations
 
-from .errors import AgentReplayError, ConfigurationError, TapeError, TapeFormatError, TapeNotFoundError
+from .errors import (
+    AgentReplayError,
+    ConfigurationError,
+    RecordedToolError,
+    ReplayDivergence,
+    ReplayError,
+    SideEffectRefused,
+    TapeDrift,
+    TapeError,
+    TapeFormatError,
+    TapeMiss,
+    TapeNotFoundError,
+    TapePayloadMissing,
+    TapeStale,
+    TapeUnused,
+    TapeWarning,
+)
 from .instrument import RunHandle, agent_run, model_call, tool
 from .model import Run, Step, StepError, Tape
 from .record import Recording, record
 from .redact import Redactor
+from .replay import Divergence, ReplaySession, replay
 from .tape import load_tape
 
 __version__ = "0.1.0"
@@ -18,6 +35,18 @@ __version__ = "0.1.0"
 __all__ = [
     "AgentReplayError",
     "ConfigurationError",
+    "Divergence",
+    "RecordedToolError",
+    "ReplayDivergence",
+    "ReplayError",
+    "ReplaySession",
+    "SideEffectRefused",
+    "TapeDrift",
+    "TapeMiss",
+    "TapePayloadMissing",
+    "TapeStale",
+    "TapeUnused",
+    "TapeWarning",
     "Recording",
     "Redactor",
     "Run",
@@ -33,5 +62,6 @@ __all__ = [
     "load_tape",
     "model_call",
     "record",
+    "replay",
     "tool",
 ]

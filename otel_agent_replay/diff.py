@@ -33,7 +33,7 @@ def short(value: Any, limit: int = _SHORT) -> str:
     if value is ABSENT:
         return "(absent)"
     try:
-        text = orjson.dumps(value).decode("utf-8")
+        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode("utf-8")
     except TypeError:
         text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -33,3 +33,63 @@ class TapeFormatError(TapeError, ValueError):
         if path is not None:
             where = f"{path}:{line}: " if line is not None else f"{path}: "
         super().__init__(where + message)
+
+
+class TapePayloadMissing(TapeError):
+    """A recorded result was shortened and its full value is not stored beside the tape."""
+
+
+class ReplayError(AgentReplayError):
+    """A replay could not serve a call as recorded."""
+
+
+class ReplayDivergence(ReplayError, AssertionError):
+    """The replayed behaviour differs from the recording: a test failure, not a crash.
+
+    ``kind`` names the divergence (``drift``, ``miss``, ``unused``, ``refused``, ``stale``).
+    """
+
+    kind = "divergence"
+
+
+class TapeDrift(ReplayDivergence):
+    """A call at a recorded position came with other arguments than recorded."""
+
+    kind = "drift"
+
+
+class TapeMiss(ReplayDivergence):
+    """A call the tape does not have (no recorded step with its key, none at its position)."""
+
+    kind = "miss"
+
+
+class TapeUnused(ReplayDivergence):
+    """Recorded steps that the replayed run never asked for."""
+
+    kind = "unused"
+
+
+class SideEffectRefused(ReplayDivergence):
+    """A tool that is not read-only was called during a replay and was not allowed to be stubbed."""
+
+    kind = "refused"
+
+
+class TapeStale(ReplayDivergence):
+    """The tape is older than allowed, or a tool's version changed since it was recorded."""
+
+    kind = "stale"
+
+
+class RecordedToolError(ReplayError):
+    """A recorded tool failure whose exception type cannot be rebuilt safely, raised again on replay."""
+
+    def __init__(self, type_name: str, message: str) -> None:
+        self.type_name = type_name
+        self.recorded_message = message
+        super().__init__(f"{type_name}: {message} (raised by the tool when it was recorded)")
+
+
+class TapeWarning(UserWarning):
+    """A tape was loaded, but something in it was skipped (a torn last line, spans that cannot replay)."""

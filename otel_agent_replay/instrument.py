@@ -94,7 +94,7 @@ def _ttl_seconds(ttl: float | _dt.timedelta | None) -> float | None:
     return seconds
 
 
-def _make_spec(
+def make_spec(
     fn: Callable[..., Any],
     *,
     name: str | None,
@@ -106,6 +106,7 @@ def _make_spec(
     provider: str | None = None,
     model: str | None = None,
 ) -> ToolSpec:
+    """Check a tool's declaration and build its spec (``ConfigurationError`` when invalid)."""
     if not callable(fn):
         raise ConfigurationError(f"@{'tool' if kind == A.KIND_TOOL else 'model_call'} needs a function, got {fn!r}")
     if side_effect is not None and side_effect not in A.SIDE_EFFECTS:
@@ -300,6 +301,36 @@ def _model_from_args(value: object) -> str | None:
     return None
 
 
+def call_recorded(spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run the real function, as a recorded step when a run is active."""
+    step = _begin(spec, args, kwargs)
+    if step is None:
+        return fn(*args, **kwargs)
+    try:
+        result = fn(*args, **kwargs)
+    except BaseException as exc:
+        step.fail(exc)
+        raise
+    step.finish(result)
+    return result
+
+
+async def call_recorded_async(
+    spec: ToolSpec, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """``call_recorded`` for coroutine functions."""
+    step = _begin(spec, args, kwargs)
+    if step is None:
+        return await fn(*args, **kwargs)
+    try:
+        result = await fn(*args, **kwargs)
+    except BaseException as exc:
+        step.fail(exc)
+        raise
+    step.finish(result)
+    return result
+
+
 def _wrap(fn: F, spec: ToolSpec) -> F:
     if spec.is_async:
         async_fn = cast(Callable[..., Awaitable[Any]], fn)
@@ -309,16 +340,7 @@ def _wrap(fn: F, spec: ToolSpec) -> F:
             session = current_replay.get()
             if session is not None:
                 return await session.call_async(spec, async_fn, args, kwargs)
-            step = _begin(spec, args, kwargs)
-            if step is None:
-                return await async_fn(*args, **kwargs)
-            try:
-                result = await async_fn(*args, **kwargs)
-            except BaseException as exc:
-                step.fail(exc)
-                raise
-            step.finish(result)
-            return result
+            return await call_recorded_async(spec, async_fn, args, kwargs)
 
         wrapper: Callable[..., Any] = async_wrapper
     else:
@@ -328,16 +350,7 @@ def _wrap(fn: F, spec: ToolSpec) -> F:
             session = current_replay.get()
             if session is not None:
                 return session.call(spec, fn, args, kwargs)
-            step = _begin(spec, args, kwargs)
-            if step is None:
-                return fn(*args, **kwargs)
-            try:
-                result = fn(*args, **kwargs)
-            except BaseException as exc:
-                step.fail(exc)
-                raise
-            step.finish(result)
-            return result
+            return call_recorded(spec, fn, args, kwargs)
 
         wrapper = sync_wrapper
     setattr(wrapper, SPEC_ATTRIBUTE, spec)
@@ -375,7 +388,7 @@ def tool(
     """
 
     def decorate(f: F) -> F:
-        spec = _make_spec(
+        spec = make_spec(
             f, name=name, kind=A.KIND_TOOL, side_effect=side_effect, version=version, ttl=ttl, ignore=ignore
         )
         return _wrap(f, spec)
@@ -411,7 +424,7 @@ def model_call(
     """
 
     def decorate(f: F) -> F:
-        spec = _make_spec(
+        spec = make_spec(
             f,
             name=name,
             kind=A.KIND_LLM,
