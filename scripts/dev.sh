@@ -6,6 +6,9 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 venv="${AGENT_REPLAY_VENV:-$root/.venv}"
+# OpenTelemetry's own OTLP JSON file exporter pins other versions than the OTLP exporters
+# the project needs, so the tests that replay its tapes run it from a venv of its own.
+otlpfile_venv="${AGENT_REPLAY_OTLPFILE_VENV:-$venv-otlpfile}"
 python="${PYTHON:-python3}"
 
 ensure_venv() {
@@ -22,6 +25,15 @@ ensure_venv() {
     fi
 }
 
+ensure_test_tools() {
+    if [ ! -x "$otlpfile_venv/bin/python" ] || [ ! -f "$otlpfile_venv/.installed" ]; then
+        "$python" -m venv "$otlpfile_venv"
+        "$otlpfile_venv/bin/python" -m pip install --quiet opentelemetry-sdk opentelemetry-exporter-otlp-json-file
+        touch "$otlpfile_venv/.installed"
+    fi
+    export AGENT_REPLAY_OTLPFILE_PYTHON="$otlpfile_venv/bin/python"
+}
+
 cmd="${1:-}"
 shift || true
 case "$cmd" in
@@ -31,6 +43,7 @@ case "$cmd" in
         ;;
     test)
         ensure_venv
+        ensure_test_tools
         "$venv/bin/ruff" check .
         "$venv/bin/mypy"
         set +e
