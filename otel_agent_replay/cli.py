@@ -9,6 +9,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -127,15 +128,26 @@ def _cmd_show(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from .demo import record_demo
+    from .demo import run_demo
 
     os.environ.setdefault("OTEL_SERVICE_NAME", "otel-agent-replay-demo")
-    result = record_demo(args.out)
-    out.print(f"[bold]record[/bold]: one run of the report-writer agent → {escape(str(result.tape))}")
-    show_tape(load_tape(result.tape), out)
-    out.print(f"report written to {escape(str(result.report))}")
-    out.print(f"view it again with: otel-agent-replay show {escape(str(result.tape))}")
+    passes = run_demo(args.out)
+    tape = Path(args.out) / "tapes" / "demo.jsonl"
+    out.print(f"[bold]1. record[/bold]: one run of the report-writer agent → {escape(str(tape))}")
+    show_tape(load_tape(tape), out)
+    for number, demo_pass in enumerate(passes[1:], start=2):
+        out.print(f"\n[bold]{number}. {escape(demo_pass.name)}[/bold]: {escape(demo_pass.summary)}")
+        shown = {k: v for k, v in demo_pass.stats.items() if v or k in _ALWAYS_SHOWN}
+        out.print("   stats " + ", ".join(f"{k}={v}" for k, v in shown.items()))
+        if demo_pass.error:
+            out.print(f"   [yellow]{escape(demo_pass.error.splitlines()[0])}[/yellow]")
+            for line in demo_pass.error.splitlines()[1:]:
+                out.print(f"   {escape(line)}")
+    out.print(f"\nview the recording again with: otel-agent-replay show {escape(str(tape))}")
     return 0
+
+
+_ALWAYS_SHOWN = frozenset({"mode", "live_tool_calls", "real_side_effects", "drift_events"})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -149,7 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("tape", help="a tape: OTLP JSON Lines, OTLP JSON or Jaeger JSON")
     show.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
     show.set_defaults(handler=_cmd_show)
-    demo = sub.add_parser("demo", help="record a four-step demo agent to a tape and show it")
+    demo = sub.add_parser(
+        "demo", help="record a four-step demo agent, then replay it: as recorded, with drift, a miss, an override"
+    )
     demo.add_argument("--out", default="demo-out", help="folder for the tape and the report (default: demo-out)")
     demo.set_defaults(handler=_cmd_demo)
     return parser

@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .errors import ReplayDivergence
 from .instrument import RunHandle, agent_run, model_call, tool
 from .record import record
+from .replay import replay
 
 LATENCY = 0.02
 
@@ -71,13 +73,23 @@ def write_report(path: str, body: str) -> dict[str, Any]:
     return {"path": path, "bytes": len(body.encode("utf-8"))}
 
 
-def run_chain(doc_id: str, report_path: str, *, max_words: int = 120) -> dict[str, Any]:
-    """The agent itself: four steps, the last one writes the report."""
+def run_chain(
+    doc_id: str, report_path: str, *, max_words: int = 120, extra_search: bool = False
+) -> dict[str, Any]:
+    """The agent itself: four steps, the last one writes the report.
+
+    When the document cannot be fetched it takes its degraded branch: no summary, no report.
+    """
     doc = fetch_document(doc_id)
+    if doc.get("status") != 200:
+        return {"summary": None, "report": None, "error": f"upstream returned {doc.get('status')}"}
     related = search_index("refund policy")
+    checks = {}
+    if extra_search:  # a new version of the agent also checks the carrier contract
+        checks["carrier_contract"] = len(search_index("carrier contract"))
     summary = summarise(doc["text"], related, max_words=max_words)
     written = write_report(report_path, f"# Report on {doc_id}\n\n{summary['summary']}\n")
-    return {"summary": summary["summary"], "report": written}
+    return {"summary": summary["summary"], "report": written, **checks}
 
 
 @dataclass(frozen=True)
@@ -102,3 +114,83 @@ def record_demo(out_dir: str | Path) -> DemoResult:
         output = run_chain("doc-7", str(report))
         handle.set_output(output)
     return DemoResult(tape=tape, report=report, run_id=handle.run_id, output=output)
+
+
+@dataclass(frozen=True)
+class DemoPass:
+    """One pass of the demo: what it showed, its replay stats, and the divergence it met."""
+
+    name: str
+    summary: str
+    stats: dict[str, Any]
+    error: str | None = None
+
+
+def _replayed(tape: Path, report: Path, label: str, **options: Any) -> tuple[dict[str, Any], Any]:
+    with replay(tape, **options) as r, agent_run("report-writer", agent_version="1.0", input={"doc_id": "doc-7"}):
+        output = run_chain("doc-7", str(report), **_chain_options(label))
+    return output, r
+
+
+def _chain_options(label: str) -> dict[str, Any]:
+    return {"drift": {"max_words": 80}, "miss": {"extra_search": True}}.get(label, {})
+
+
+def run_demo(out_dir: str | Path) -> list[DemoPass]:
+    """Record the chain, then replay it four ways: as recorded, with drift, with a miss, with an override."""
+    recorded = record_demo(out_dir)
+    tape, report = recorded.tape, recorded.report
+    passes = [
+        DemoPass("record", f"1 run, 4 steps recorded to {tape}; the report was written", {"mode": "record"}),
+    ]
+
+    report.unlink()
+    output, r = _replayed(tape, report, "replay", stub=("write_report",))
+    equal = output == recorded.output
+    passes.append(DemoPass(
+        "replay", f"result equal to the recording: {equal}; report file rewritten: {report.exists()}", dict(r.stats)
+    ))
+
+    r = None
+    try:
+        with replay(tape, stub=("write_report",)) as r, agent_run("report-writer"):
+            run_chain("doc-7", str(report), max_words=80)
+        error = None
+    except ReplayDivergence as exc:
+        error = str(exc)
+    passes.append(DemoPass("drift", "the model step asked for 80 words instead of 120", dict(r.stats) if r else {},
+                           error))
+
+    try:
+        with replay(tape, stub=("write_report",)) as r, agent_run("report-writer"):
+            run_chain("doc-7", str(report), extra_search=True)
+        error = None
+    except ReplayDivergence as exc:
+        error = str(exc)
+    passes.append(DemoPass("miss (strict)", "an extra search step that the tape does not have", dict(r.stats), error))
+
+    episodes = tape.with_name("demo-new-episodes.jsonl")
+    episodes.write_bytes(tape.read_bytes())
+    try:
+        with replay(episodes, mode="new_episodes", stub=("write_report",)) as r, agent_run("report-writer"):
+            run_chain("doc-7", str(report), extra_search=True)
+        error = None
+    except ReplayDivergence as exc:
+        error = str(exc)
+    passes.append(DemoPass(
+        "miss (new_episodes)", f"only the new search ran live and was appended to {episodes}", dict(r.stats), error
+    ))
+    with replay(episodes, stub=("write_report",)) as r, agent_run("report-writer"):
+        run_chain("doc-7", str(report), extra_search=True)
+    passes.append(DemoPass(
+        "replay (strict) of the appended tape", "the new search is now a hit", dict(r.stats)
+    ))
+
+    with replay(tape, overrides={"fetch_document": {"id": "doc-7", "status": 500, "text": ""}},
+                allow_unused=True) as r, agent_run("report-writer"):
+        degraded = run_chain("doc-7", str(report))
+    passes.append(DemoPass(
+        "override", f"fetch returned an upstream 500; the agent answered {degraded['error']!r} with no report "
+        f"written: {not report.exists()}", dict(r.stats),
+    ))
+    return passes
