@@ -14,7 +14,7 @@ from typing import Any
 from .errors import ReplayDivergence
 from .instrument import RunHandle, agent_run, model_call, tool
 from .record import record
-from .replay import replay
+from .replay import ReplaySession, replay
 
 LATENCY = 0.02
 
@@ -126,6 +126,21 @@ class DemoPass:
     error: str | None = None
 
 
+def _attempt(
+    tape: Path, report: Path, chain: dict[str, Any], **options: Any
+) -> tuple[dict[str, Any], str | None]:
+    """Replay the chain with some change; the stats and the divergence it met, if any."""
+    session: ReplaySession | None = None
+    try:
+        with replay(tape, **options) as session, agent_run("report-writer"):
+            run_chain("doc-7", str(report), **chain)
+    except ReplayDivergence as exc:
+        assert session is not None
+        return dict(session.stats), str(exc)
+    assert session is not None
+    return dict(session.stats), None
+
+
 def run_demo(out_dir: str | Path) -> list[DemoPass]:
     """Record the chain, then replay it four ways: as recorded, with drift, with a miss, with an override."""
     recorded = record_demo(out_dir)
@@ -142,34 +157,17 @@ def run_demo(out_dir: str | Path) -> list[DemoPass]:
         "replay", f"result equal to the recording: {equal}; report file rewritten: {report.exists()}", dict(r.stats)
     ))
 
-    r = None
-    try:
-        with replay(tape, stub=("write_report",)) as r, agent_run("report-writer"):
-            run_chain("doc-7", str(report), max_words=80)
-        error = None
-    except ReplayDivergence as exc:
-        error = str(exc)
-    passes.append(DemoPass("drift", "the model step asked for 80 words instead of 120", dict(r.stats) if r else {},
-                           error))
+    stats, error = _attempt(tape, report, {"max_words": 80}, stub=("write_report",))
+    passes.append(DemoPass("drift", "the model step asked for 80 words instead of 120", stats, error))
 
-    try:
-        with replay(tape, stub=("write_report",)) as r, agent_run("report-writer"):
-            run_chain("doc-7", str(report), extra_search=True)
-        error = None
-    except ReplayDivergence as exc:
-        error = str(exc)
-    passes.append(DemoPass("miss (strict)", "an extra search step that the tape does not have", dict(r.stats), error))
+    stats, error = _attempt(tape, report, {"extra_search": True}, stub=("write_report",))
+    passes.append(DemoPass("miss (strict)", "an extra search step that the tape does not have", stats, error))
 
     episodes = tape.with_name("demo-new-episodes.jsonl")
     episodes.write_bytes(tape.read_bytes())
-    try:
-        with replay(episodes, mode="new_episodes", stub=("write_report",)) as r, agent_run("report-writer"):
-            run_chain("doc-7", str(report), extra_search=True)
-        error = None
-    except ReplayDivergence as exc:
-        error = str(exc)
+    stats, error = _attempt(episodes, report, {"extra_search": True}, mode="new_episodes", stub=("write_report",))
     passes.append(DemoPass(
-        "miss (new_episodes)", f"only the new search ran live and was appended to {episodes}", dict(r.stats), error
+        "miss (new_episodes)", f"only the new search ran live and was appended to {episodes}", stats, error
     ))
     with replay(episodes, stub=("write_report",)) as r, agent_run("report-writer"):
         run_chain("doc-7", str(report), extra_search=True)
