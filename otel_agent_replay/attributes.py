@@ -1,8 +1,9 @@
 """Every span attribute name the project reads or writes, spelled once.
 
 Standard names come from the OpenTelemetry GenAI semantic conventions; what
-the project adds lives under ``agent_replay.``. No other module spells an
-attribute name: import it from here.
+the project adds lives under ``agent_replay.``; the tag names Jaeger JSON uses
+for OTLP span fields are at the end. No other module spells an attribute or
+tag name: import it from here.
 """
 
 from __future__ import annotations
@@ -80,6 +81,34 @@ SIDE_EFFECT_WRITE: Final = "write"
 SIDE_EFFECT_EXTERNAL: Final = "external"
 SIDE_EFFECT_UNDECLARED: Final = "undeclared"
 SIDE_EFFECTS: Final = frozenset({SIDE_EFFECT_READ_ONLY, SIDE_EFFECT_WRITE, SIDE_EFFECT_EXTERNAL})
+
+
+# --- Jaeger JSON tag names -----------------------------------------------------
+# Jaeger has no span status, span kind or scope: the OTLP → Jaeger translation writes them as
+# tags (and an event's name as a log field). These are not span attributes of ours; the loader
+# reads them only to undo that translation, and they never end up in a Step's or Run's attributes.
+JAEGER_STATUS_CODE: Final = "otel.status_code"
+JAEGER_STATUS_DESCRIPTION: Final = "otel.status_description"
+JAEGER_ERROR: Final = "error"
+JAEGER_SPAN_KIND: Final = "span.kind"
+JAEGER_EVENT_NAME: Final = "event"
+JAEGER_STATUS_ERROR: Final = "ERROR"
+"""The value of the ``otel.status_code`` tag on a span whose status is ERROR."""
+JAEGER_FIELD_TAGS: Final = frozenset(
+    {
+        JAEGER_STATUS_CODE,
+        JAEGER_STATUS_DESCRIPTION,
+        JAEGER_ERROR,
+        JAEGER_SPAN_KIND,
+        "otel.scope.name",
+        "otel.scope.version",
+        "otel.library.name",
+        "otel.library.version",
+        "internal.span.format",
+        "w3c.tracestate",
+    }
+)
+"""Tags that carry an OTLP span field rather than an attribute: never copied into attributes."""
 
 
 def run_span_name(agent_name: str) -> str:

@@ -29,20 +29,19 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from otel_agent_replay import attributes as A
-from otel_agent_replay import tape as tape_module
-from otel_agent_replay.canonical import call_key
-from otel_agent_replay.errors import TapeFormatError, TapeNotFoundError
-from otel_agent_replay.model import StepError, Tape
-from otel_agent_replay.tape import (
+from otel_agent_replay import tape_read as tape_module
+from otel_agent_replay.attributes import (
     JAEGER_ERROR,
     JAEGER_EVENT_NAME,
     JAEGER_SPAN_KIND,
     JAEGER_STATUS_CODE,
     JAEGER_STATUS_DESCRIPTION,
     JAEGER_STATUS_ERROR,
-    iter_spans,
-    load_tape,
 )
+from otel_agent_replay.canonical import call_key
+from otel_agent_replay.errors import TapeFormatError, TapeNotFoundError, TapeWarning
+from otel_agent_replay.model import StepError, Tape
+from otel_agent_replay.tape import iter_spans, load_tape
 
 T0 = 1_760_000_000_000_000_000  # ns; every time below is a whole microsecond, as Jaeger keeps them
 
@@ -554,7 +553,7 @@ def test_a_tool_span_without_arguments_is_skipped_with_a_warning(tmp_path: Path)
     attrs = {A.GEN_AI_OPERATION_NAME: A.OP_EXECUTE_TOOL, A.GEN_AI_TOOL_NAME: "search"}
     path = tmp_path / "t.jsonl"
     path.write_bytes(good_line() + good_line(attrs))
-    with pytest.warns(UserWarning, match="without recorded arguments"):
+    with pytest.warns(TapeWarning, match="without recorded arguments"):
         tape = load_tape(path)
     assert len(tape.warnings) == 1
     assert [len(r.steps) for r in tape.runs] == [1]
@@ -659,7 +658,7 @@ def test_unterminated_last_line_is_skipped_with_a_warning(tmp_path: Path) -> Non
     path = tmp_path / "t.jsonl"
     torn = good_line()[:-40]  # the recorder died mid-write
     path.write_bytes(good_line() + good_line() + torn)
-    with pytest.warns(UserWarning, match=re.escape(f"{path}:3: skipped the unterminated last line")):
+    with pytest.warns(TapeWarning, match=re.escape(f"{path}:3: skipped the unterminated last line")):
         tape = load_tape(path)
     assert len(tape.warnings) == 1
     assert tape.warnings[0].startswith(f"{path}:3: ")
@@ -669,7 +668,7 @@ def test_unterminated_last_line_is_skipped_with_a_warning(tmp_path: Path) -> Non
 def test_a_torn_only_line_gives_an_empty_tape_and_a_warning(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_bytes(good_line()[:-30])
-    with pytest.warns(UserWarning, match=re.escape(f"{path}:1: ")):
+    with pytest.warns(TapeWarning, match=re.escape(f"{path}:1: ")):
         tape = load_tape(path)
     assert tape.runs == ()
 
@@ -804,10 +803,10 @@ def test_a_second_instrumentation_of_a_recorded_step_is_not_a_second_step(tmp_pa
 def test_warnings_point_at_the_caller(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_bytes(good_line() + good_line()[:-20])
-    with pytest.warns(UserWarning) as caught:
+    with pytest.warns(TapeWarning) as caught:
         load_tape(path)
     assert [w.filename for w in caught] == [__file__]
-    with pytest.warns(UserWarning) as caught:
+    with pytest.warns(TapeWarning) as caught:
         list(iter_spans(path))
     assert [w.filename for w in caught] == [__file__]
 
@@ -837,7 +836,7 @@ def test_errors_in_a_streamed_line_name_the_line(tmp_path: Path, monkeypatch: py
     with pytest.raises(TapeFormatError, match=at(path, 2) + "NaN and Infinity"):
         load_tape(path)
     path.write_bytes(good_line() + good_line()[:-50])
-    with pytest.warns(UserWarning, match=re.escape(f"{path}:2: skipped the unterminated last line")):
+    with pytest.warns(TapeWarning, match=re.escape(f"{path}:2: skipped the unterminated last line")):
         assert len(load_tape(path).runs) == 1
 
 
