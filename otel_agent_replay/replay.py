@@ -34,16 +34,6 @@ from .errors import (
     TapeUnused,
     TapeWarning,
 )
-from .instrument import (
-    Prepared,
-    ToolSpec,
-    call_recorded,
-    call_recorded_async,
-    make_spec,
-    prepare,
-    start_step,
-    tool_spec,
-)
 from .model import Run, Step, Tape
 from .record import record
 from .redact import DEFAULT_REDACTOR, Redactor
@@ -51,6 +41,8 @@ from .replay_append import Appender
 from .replay_index import RunIndex, rebuild_exception, recorded_result
 from .replay_messages import drift_error, miss_error, refused_error, unused_error
 from .runtime import Capture, RunState, active_run, current_replay, current_run
+from .spec import ToolSpec, make_spec, tool_spec
+from .steps import Prepared, call_recorded, call_recorded_async, prepare, start_step
 from .tape import load_tape
 
 F = TypeVar("F", bound=Callable[..., Any])

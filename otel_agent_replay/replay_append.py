@@ -19,9 +19,10 @@ from opentelemetry.trace import INVALID_SPAN, NonRecordingSpan, SpanContext, Spa
 
 from . import attributes as A
 from .capture import capture_result
-from .instrument import Prepared, ToolSpec, record_error, step_attributes
 from .model import Run
 from .runtime import Capture, RunState, StepIds
+from .spec import ToolSpec
+from .steps import Prepared, record_error, step_attributes
 
 
 class PendingStep:

@@ -14,7 +14,8 @@ from .errors import SideEffectRefused, TapeDrift, TapeMiss, TapeUnused
 from .model import Step
 
 if TYPE_CHECKING:
-    from .instrument import Prepared, ToolSpec
+    from .spec import ToolSpec
+    from .steps import Prepared
 
 _LONG = 160
 

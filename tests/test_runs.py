@@ -1,0 +1,99 @@
+"""agent_run: the run span, its input and output, errors, nesting, decorator and async forms."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry import trace
+from rawtape import RawSpan, raw_spans
+
+from otel_agent_replay import agent_run, model_call, record, tool
+from otel_agent_replay import attributes as A
+
+
+@tool(side_effect="read_only", version="2")
+def fetch_doc(doc_id: str, timeout: float = 5.0) -> dict[str, Any]:
+    """Fetch a document."""
+    return {"id": doc_id, "text": f"body of {doc_id}"}
+
+
+@tool
+def plain_tool(x: int) -> int:
+    return x * 2
+
+
+@tool(side_effect="write")
+def explode(reason: str) -> None:
+    raise KeyError(reason)
+
+
+@model_call(provider="openai", model="gpt-test")
+def summarise(messages: list[dict[str, str]], max_words: int = 120) -> dict[str, Any]:
+    return {
+        "choices": [{"role": "assistant", "content": "short"}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 3},
+    }
+
+
+def _steps(path: Path) -> list[RawSpan]:
+    return [s for s in raw_spans(path) if A.SEQ in s.attrs]
+
+
+def _run_span(path: Path) -> RawSpan:
+    (run,) = [s for s in raw_spans(path) if s.attrs.get(A.GEN_AI_OPERATION_NAME) == A.OP_INVOKE_AGENT]
+    return run
+
+
+def test_run_that_raises_is_an_error_span_and_the_error_propagates(tape: Path) -> None:
+    with record(tape), pytest.raises(RuntimeError, match="agent gave up"), agent_run("a"):
+        plain_tool(1)
+        raise RuntimeError("agent gave up")
+    assert _run_span(tape).span["status"]["code"] == 2
+    assert len(_steps(tape)) == 1
+
+
+def test_run_nested_in_an_existing_span_is_its_child(tape: Path) -> None:
+    with record(tape):
+        tracer = trace.get_tracer("app")
+        with tracer.start_as_current_span("POST /orders") as http, agent_run("a") as run:
+            plain_tool(1)
+    root = _run_span(tape)
+    assert root.parent_span_id == f"{http.get_span_context().span_id:016x}"
+    assert run.trace_id == f"{http.get_span_context().trace_id:032x}"
+
+
+def test_agent_run_as_decorator_records_input_and_output(tape: Path) -> None:
+    @agent_run("support", agent_version="3")
+    def answer(question: str, tone: str = "calm") -> str:
+        plain_tool(1)
+        return f"answer to {question}"
+
+    @agent_run("support-async")
+    async def answer_async(question: str) -> str:
+        plain_tool(2)
+        return "async answer"
+
+    with record(tape):
+        assert answer("why?") == "answer to why?"
+        assert asyncio.run(answer_async("how?")) == "async answer"
+    runs = [s for s in raw_spans(tape) if s.attrs.get(A.GEN_AI_OPERATION_NAME) == A.OP_INVOKE_AGENT]
+    assert [r.attrs[A.INPUT] for r in runs] == ['{"question":"why?","tone":"calm"}', '{"question":"how?"}']
+    assert [r.attrs[A.OUTPUT] for r in runs] == ['"answer to why?"', '"async answer"']
+    assert runs[0].attrs[A.RUN_ID] != runs[1].attrs[A.RUN_ID]
+
+
+def test_async_run_and_given_run_id(tape: Path) -> None:
+    async def main() -> str:
+        async with agent_run("a", run_id="run-42", conversation_id="conv-1") as run:
+            await asyncio.sleep(0)
+            return run.run_id
+
+    with record(tape):
+        assert asyncio.run(main()) == "run-42"
+    root = _run_span(tape)
+    assert root.attrs[A.RUN_ID] == "run-42" and root.attrs[A.GEN_AI_CONVERSATION_ID] == "conv-1"
+
+
