@@ -5,46 +5,13 @@ from __future__ import annotations
 import datetime as dt
 import inspect
 from pathlib import Path
-from typing import Any
 
 import orjson
-from rawtape import RawSpan, raw_spans
+from rawtape import raw_spans, run_span_of, steps_of
+from sample_tools import fetch_doc, plain_tool, summarise
 
 from otel_agent_replay import agent_run, model_call, record, tool
 from otel_agent_replay import attributes as A
-
-
-@tool(side_effect="read_only", version="2")
-def fetch_doc(doc_id: str, timeout: float = 5.0) -> dict[str, Any]:
-    """Fetch a document."""
-    return {"id": doc_id, "text": f"body of {doc_id}"}
-
-
-@tool
-def plain_tool(x: int) -> int:
-    return x * 2
-
-
-@tool(side_effect="write")
-def explode(reason: str) -> None:
-    raise KeyError(reason)
-
-
-@model_call(provider="openai", model="gpt-test")
-def summarise(messages: list[dict[str, str]], max_words: int = 120) -> dict[str, Any]:
-    return {
-        "choices": [{"role": "assistant", "content": "short"}],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 3},
-    }
-
-
-def _steps(path: Path) -> list[RawSpan]:
-    return [s for s in raw_spans(path) if A.SEQ in s.attrs]
-
-
-def _run_span(path: Path) -> RawSpan:
-    (run,) = [s for s in raw_spans(path) if s.attrs.get(A.GEN_AI_OPERATION_NAME) == A.OP_INVOKE_AGENT]
-    return run
 
 
 def test_decorator_keeps_the_function_face() -> None:
@@ -66,7 +33,7 @@ def test_a_run_is_a_parent_span_and_each_call_a_child_step(tape: Path) -> None:
         summarise([{"role": "user", "content": doc["text"]}])
         run.set_output("done")
     assert doc == {"id": "d1", "text": "body of d1"}
-    root = _run_span(tape)
+    root = run_span_of(tape)
     assert root.name == "invoke_agent docs"
     assert root.attrs[A.RUN_ID] == run.run_id and len(run.run_id) == 32
     assert root.attrs[A.AGENT_VERSION] == "1.4" and root.attrs[A.TASK] == "summarise"
@@ -74,7 +41,7 @@ def test_a_run_is_a_parent_span_and_each_call_a_child_step(tape: Path) -> None:
     assert root.attrs[A.OUTPUT] == '"done"' and root.attrs[A.MODE] == "record"
     assert root.attrs[A.SCHEMA_VERSION_ATTR] == A.SCHEMA_VERSION
     assert root.span["traceId"] == run.trace_id
-    tool_step, model_step = _steps(tape)
+    tool_step, model_step = steps_of(tape)
     assert tool_step.name == "execute_tool fetch_doc"
     assert tool_step.parent_span_id == root.span_id
     assert tool_step.attrs[A.GEN_AI_TOOL_CALL_ARGUMENTS] == '{"doc_id":"d1","timeout":5.0}'
@@ -109,7 +76,7 @@ def test_usage_read_from_attributes_with_input_output_names(tape: Path) -> None:
 
     with record(tape), agent_run("a"):
         ask("claude-test", "hello")
-    (step,) = _steps(tape)
+    (step,) = steps_of(tape)
     assert step.name == "chat claude-test"
     assert step.attrs[A.GEN_AI_USAGE_INPUT_TOKENS] == 7 and step.attrs[A.GEN_AI_USAGE_OUTPUT_TOKENS] == 2
 
@@ -119,7 +86,7 @@ def test_positional_and_keyword_calls_get_one_call_key(tape: Path) -> None:
         fetch_doc("d1")
         fetch_doc("d1", 5.0)
         fetch_doc(doc_id="d1", timeout=5.0)
-    keys = {s.attrs[A.CALL_KEY] for s in _steps(tape)}
+    keys = {s.attrs[A.CALL_KEY] for s in steps_of(tape)}
     assert len(keys) == 1
 
 
@@ -134,7 +101,7 @@ def test_ignored_and_context_parameters_stay_out_of_key_and_tape(tape: Path) -> 
     with record(tape), agent_run("a"):
         lookup(RunContext(), "sku-1", "req-1")
         lookup(RunContext(), "sku-1", "req-2")
-    steps = _steps(tape)
+    steps = steps_of(tape)
     assert [s.attrs[A.GEN_AI_TOOL_CALL_ARGUMENTS] for s in steps] == ['{"sku":"sku-1"}'] * 2
     assert steps[0].attrs[A.CALL_KEY] == steps[1].attrs[A.CALL_KEY]
 
@@ -150,7 +117,7 @@ def test_methods_leave_self_out(tape: Path) -> None:
 
     with record(tape), agent_run("a"):
         assert Catalogue().price("a") == 3
-    (step,) = _steps(tape)
+    (step,) = steps_of(tape)
     assert step.attrs[A.GEN_AI_TOOL_CALL_ARGUMENTS] == '{"sku":"a"}'
 
 
@@ -162,7 +129,7 @@ def test_ttl_sets_expires_at(tape: Path) -> None:
     before = dt.datetime.now(dt.timezone.utc)
     with record(tape), agent_run("a"):
         stock("a")
-    (step,) = _steps(tape)
+    (step,) = steps_of(tape)
     expires = dt.datetime.fromisoformat(step.attrs[A.EXPIRES_AT])
     assert dt.timedelta(minutes=59) < expires - before < dt.timedelta(minutes=61)
 

@@ -4,55 +4,22 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
 from opentelemetry import trace
-from rawtape import RawSpan, raw_spans
+from rawtape import raw_spans, run_span_of, steps_of
+from sample_tools import plain_tool
 
-from otel_agent_replay import agent_run, model_call, record, tool
+from otel_agent_replay import agent_run, record
 from otel_agent_replay import attributes as A
-
-
-@tool(side_effect="read_only", version="2")
-def fetch_doc(doc_id: str, timeout: float = 5.0) -> dict[str, Any]:
-    """Fetch a document."""
-    return {"id": doc_id, "text": f"body of {doc_id}"}
-
-
-@tool
-def plain_tool(x: int) -> int:
-    return x * 2
-
-
-@tool(side_effect="write")
-def explode(reason: str) -> None:
-    raise KeyError(reason)
-
-
-@model_call(provider="openai", model="gpt-test")
-def summarise(messages: list[dict[str, str]], max_words: int = 120) -> dict[str, Any]:
-    return {
-        "choices": [{"role": "assistant", "content": "short"}],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 3},
-    }
-
-
-def _steps(path: Path) -> list[RawSpan]:
-    return [s for s in raw_spans(path) if A.SEQ in s.attrs]
-
-
-def _run_span(path: Path) -> RawSpan:
-    (run,) = [s for s in raw_spans(path) if s.attrs.get(A.GEN_AI_OPERATION_NAME) == A.OP_INVOKE_AGENT]
-    return run
 
 
 def test_run_that_raises_is_an_error_span_and_the_error_propagates(tape: Path) -> None:
     with record(tape), pytest.raises(RuntimeError, match="agent gave up"), agent_run("a"):
         plain_tool(1)
         raise RuntimeError("agent gave up")
-    assert _run_span(tape).span["status"]["code"] == 2
-    assert len(_steps(tape)) == 1
+    assert run_span_of(tape).span["status"]["code"] == 2
+    assert len(steps_of(tape)) == 1
 
 
 def test_run_nested_in_an_existing_span_is_its_child(tape: Path) -> None:
@@ -60,7 +27,7 @@ def test_run_nested_in_an_existing_span_is_its_child(tape: Path) -> None:
         tracer = trace.get_tracer("app")
         with tracer.start_as_current_span("POST /orders") as http, agent_run("a") as run:
             plain_tool(1)
-    root = _run_span(tape)
+    root = run_span_of(tape)
     assert root.parent_span_id == f"{http.get_span_context().span_id:016x}"
     assert run.trace_id == f"{http.get_span_context().trace_id:032x}"
 
@@ -93,7 +60,7 @@ def test_async_run_and_given_run_id(tape: Path) -> None:
 
     with record(tape):
         assert asyncio.run(main()) == "run-42"
-    root = _run_span(tape)
+    root = run_span_of(tape)
     assert root.attrs[A.RUN_ID] == "run-42" and root.attrs[A.GEN_AI_CONVERSATION_ID] == "conv-1"
 
 

@@ -7,47 +7,14 @@ import contextvars
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import pytest
 from opentelemetry import trace
-from rawtape import RawSpan, raw_spans
+from rawtape import raw_spans, run_span_of, steps_of
+from sample_tools import explode, plain_tool, summarise
 
-from otel_agent_replay import agent_run, model_call, record, tool
+from otel_agent_replay import agent_run, record, tool
 from otel_agent_replay import attributes as A
-
-
-@tool(side_effect="read_only", version="2")
-def fetch_doc(doc_id: str, timeout: float = 5.0) -> dict[str, Any]:
-    """Fetch a document."""
-    return {"id": doc_id, "text": f"body of {doc_id}"}
-
-
-@tool
-def plain_tool(x: int) -> int:
-    return x * 2
-
-
-@tool(side_effect="write")
-def explode(reason: str) -> None:
-    raise KeyError(reason)
-
-
-@model_call(provider="openai", model="gpt-test")
-def summarise(messages: list[dict[str, str]], max_words: int = 120) -> dict[str, Any]:
-    return {
-        "choices": [{"role": "assistant", "content": "short"}],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 3},
-    }
-
-
-def _steps(path: Path) -> list[RawSpan]:
-    return [s for s in raw_spans(path) if A.SEQ in s.attrs]
-
-
-def _run_span(path: Path) -> RawSpan:
-    (run,) = [s for s in raw_spans(path) if s.attrs.get(A.GEN_AI_OPERATION_NAME) == A.OP_INVOKE_AGENT]
-    return run
 
 
 def test_tool_error_is_recorded_and_reraised_unchanged(tape: Path) -> None:
@@ -55,7 +22,7 @@ def test_tool_error_is_recorded_and_reraised_unchanged(tape: Path) -> None:
         with pytest.raises(KeyError) as caught:
             explode("no such order")
         assert caught.value.args == ("no such order",)
-    (step,) = _steps(tape)
+    (step,) = steps_of(tape)
     assert step.span["status"]["code"] == 2
     (event,) = step.span["events"]
     assert event["name"] == "exception"
@@ -75,7 +42,7 @@ def test_step_ids_and_parent_step_ids(tape: Path) -> None:
         summarise([{"role": "user", "content": "x"}])
         outer(1)  # asked for by the model step
         plain_tool(2)
-    steps = {s.attrs[A.SEQ]: s.attrs for s in _steps(tape)}
+    steps = {s.attrs[A.SEQ]: s.attrs for s in steps_of(tape)}
     assert steps[1][A.STEP_ID] == "plain_tool#1" and steps[1][A.PARENT_STEP_ID] == ""
     assert steps[2][A.STEP_ID] == "summarise#1" and steps[2][A.PARENT_STEP_ID] == ""
     assert steps[3][A.STEP_ID] == "outer#1" and steps[3][A.PARENT_STEP_ID] == "summarise#1"
@@ -96,8 +63,8 @@ def test_user_spans_inside_a_tool_land_in_the_tape(tape: Path) -> None:
     assert names == ["GET", "execute_tool http_get", "invoke_agent a"]
 
 
-def _assert_distinct_gap_free(path: Path, expected: int) -> None:
-    seqs = sorted(s.attrs[A.SEQ] for s in _steps(path))
+def assert_distinct_gap_free(path: Path, expected: int) -> None:
+    seqs = sorted(s.attrs[A.SEQ] for s in steps_of(path))
     assert seqs == list(range(1, expected + 1))
 
 
@@ -121,8 +88,8 @@ def test_eight_threads_get_distinct_gap_free_seq(tape: Path) -> None:
             t.start()
         for t in threads:
             t.join()
-    _assert_distinct_gap_free(tape, 200)
-    ids = {s.attrs[A.STEP_ID] for s in _steps(tape)}
+    assert_distinct_gap_free(tape, 200)
+    ids = {s.attrs[A.STEP_ID] for s in steps_of(tape)}
     assert len(ids) == 200
 
 
@@ -138,15 +105,15 @@ def test_asyncio_gather_of_fifty_calls_gets_distinct_seq(tape: Path) -> None:
 
     with record(tape):
         assert asyncio.run(main()) == list(range(50))
-    _assert_distinct_gap_free(tape, 50)
-    by_seq = {s.attrs[A.SEQ]: s.attrs[A.GEN_AI_TOOL_CALL_ARGUMENTS] for s in _steps(tape)}
+    assert_distinct_gap_free(tape, 50)
+    by_seq = {s.attrs[A.SEQ]: s.attrs[A.GEN_AI_TOOL_CALL_ARGUMENTS] for s in steps_of(tape)}
     assert by_seq[1] == '{"n":0}' and by_seq[50] == '{"n":49}'  # seq taken when each call starts
 
 
 def test_thread_pool_without_context_joins_the_only_active_run(tape: Path) -> None:
     with record(tape), agent_run("pool") as run, ThreadPoolExecutor(4) as pool:
         assert list(pool.map(plain_tool, range(10))) == [n * 2 for n in range(10)]
-    steps = _steps(tape)
-    _assert_distinct_gap_free(tape, 10)
-    root = _run_span(tape)
+    steps = steps_of(tape)
+    assert_distinct_gap_free(tape, 10)
+    root = run_span_of(tape)
     assert all(s.attrs[A.RUN_ID] == run.run_id and s.parent_span_id == root.span_id for s in steps)
