@@ -25,6 +25,7 @@ from typing import Any, TypeVar, cast
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
 from . import attributes as A
+from .capture import CapturedResult
 from .errors import (
     ConfigurationError,
     ReplayDivergence,
@@ -263,7 +264,7 @@ class ReplaySession:
                 step.fail(exc)
             raise
         if step is not None:
-            step.finish(result)
+            step.finish(result, _as_recorded(decision))
         return result
 
     async def call_async(
@@ -290,7 +291,7 @@ class ReplaySession:
                 step.fail(exc)
             raise
         if step is not None:
-            step.finish(result)
+            step.finish(result, _as_recorded(decision))
         return result
 
     def _prepare_call(
@@ -496,6 +497,14 @@ class ReplaySession:
             raise self._raised[0]  # swallowed by the agent: the test must still fail
         if unused and not self.options.allow_unused:
             raise unused_error(unused, self.tape_path)
+
+
+def _as_recorded(decision: _Decision) -> CapturedResult | None:
+    """The recorded result's JSON when it was served as recorded: no need to capture it again."""
+    step = decision.step
+    if decision.how != "tape" or decision.has_override or step is None or step.result_json is None:
+        return None
+    return CapturedResult(step.result_json, step.result_sha256, step.result_truncated)
 
 
 def _links(trace_id: str, span_id: str) -> list[Link]:

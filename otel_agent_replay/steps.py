@@ -17,7 +17,15 @@ from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
 from . import attributes as A
 from .canonical import bind_arguments
-from .capture import CapturedArgs, capture_args, capture_result, capture_value, messages_json, usage_tokens
+from .capture import (
+    CapturedArgs,
+    CapturedResult,
+    capture_args,
+    capture_result,
+    capture_value,
+    messages_json,
+    usage_tokens,
+)
 from .redact import Redactor
 from .runtime import RunState, StepIds, active_run, current_recording, current_run, current_step
 from .spec import ToolSpec
@@ -47,25 +55,28 @@ class _Step:
         if self.spec.kind == A.KIND_LLM:
             self.run.model_step_done(self.ids.step_id)
 
-    def finish(self, result: object) -> None:
+    def finish(self, result: object, captured: CapturedResult | None = None) -> None:
+        """End the step with its result; ``captured`` when the result's JSON is already known."""
         try:
-            captured = capture_result(result, self.capture)
-            span = self.span
+            if captured is None:
+                captured = capture_result(result, self.capture)
+            attrs: dict[str, Any] = {}
             if self.spec.kind == A.KIND_TOOL:
-                span.set_attribute(A.GEN_AI_TOOL_CALL_RESULT, captured.json)
+                attrs[A.GEN_AI_TOOL_CALL_RESULT] = captured.json
             else:
-                span.set_attribute(A.MODEL_RESULT, captured.json)
+                attrs[A.MODEL_RESULT] = captured.json
                 inp, out = usage_tokens(result)
                 if inp is not None:
-                    span.set_attribute(A.GEN_AI_USAGE_INPUT_TOKENS, inp)
+                    attrs[A.GEN_AI_USAGE_INPUT_TOKENS] = inp
                 if out is not None:
-                    span.set_attribute(A.GEN_AI_USAGE_OUTPUT_TOKENS, out)
+                    attrs[A.GEN_AI_USAGE_OUTPUT_TOKENS] = out
                 messages = messages_json(capture_value(result, self.capture))
                 if messages is not None:
-                    span.set_attribute(A.GEN_AI_OUTPUT_MESSAGES, messages)
+                    attrs[A.GEN_AI_OUTPUT_MESSAGES] = messages
             if captured.truncated:
-                span.set_attribute(A.RESULT_TRUNCATED, True)
-                span.set_attribute(A.RESULT_SHA256, captured.sha256 or "")
+                attrs[A.RESULT_TRUNCATED] = True
+                attrs[A.RESULT_SHA256] = captured.sha256 or ""
+            self.span.set_attributes(attrs)
         finally:
             self._close()
 

@@ -1,0 +1,1182 @@
+"""Cost of recording an agent's tool steps, measured against a bare OpenTelemetry span.
+
+Run it as a script (it is not a test and pytest does not collect it)::
+
+    .venv/bin/python bench/bench_record.py            # full run, about 2-3 minutes on 2 cores
+    .venv/bin/python bench/bench_record.py --quick    # smaller sizes, about 40 seconds
+    .venv/bin/python bench/bench_record.py --json out.json
+
+What is measured, all in one process and one run (see bench/README.md for the meaning of each line):
+
+1. a bare span (``start_as_current_span("x")``, no attributes) under a provider whose only
+   processor is a ``BatchSpanProcessor`` with a discarding exporter: before and after the
+   per-call measurements, the mean being the reference for every ratio;
+2. a recorded ``@tool`` step inside ``record(...)`` and ``agent_run(...)`` with a ~4 KB
+   result (a document and a list of records), the tape in the default temporary folder, and
+   for orientation the same span without our capture and the same step with the tape on tmpfs;
+3. the tape exporter's sustained rate on pre-built spans, one span per export and 512 per export;
+4. a burst of 100,000 recorded steps: lines on the tape and spans dropped;
+5. ``load_tape`` on ~50 MB tapes of small and large spans: MB/s, spans/s, peak memory;
+6. a breakdown of one step into its parts (capture, SDK span, encoding, the write).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import io
+import json
+import logging
+import os
+import platform
+import pstats
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import orjson
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.exporter.agent_replay_tape import LineEncoder, TapeSpanExporter
+from opentelemetry.exporter.agent_replay_tape._writer import AppendWriter
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from otel_agent_replay import agent_run, load_tape, record, tool
+from otel_agent_replay.canonical import bind_arguments
+from otel_agent_replay.capture import capture_args, capture_result
+from otel_agent_replay.instrument import tool_spec
+from otel_agent_replay.runtime import DEFAULT_CAPTURE
+
+NS_PER_US = 1_000
+MB = 1_000_000
+RESULT_ATTRIBUTE = "gen_ai.tool.call.result"
+QUERY = "refund policy"
+LIMIT = 5
+
+TARGET_STEP_RATIO = 2.5
+TARGET_LOAD_MBPS = 250.0
+TARGET_LOAD_PEAK = 2.0
+
+
+# --- plan ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Sizes of one run of the benchmark."""
+
+    mode: str
+    reps: int
+    bare_reps: int
+    bare_n: int
+    attrs_n: int
+    step_n: int
+    warmup_n: int
+    export_n: int
+    export_batches: int
+    burst_steps: int
+    load_bytes: int
+    load_reps: int
+    breakdown_n: int
+    write_n: int
+
+
+FULL = Plan(
+    mode="full",
+    reps=7,
+    bare_reps=15,
+    bare_n=10_000,
+    attrs_n=10_000,
+    step_n=3_000,
+    warmup_n=500,
+    export_n=5_000,
+    export_batches=10,
+    burst_steps=100_000,
+    load_bytes=50 * MB,
+    load_reps=5,
+    breakdown_n=5_000,
+    write_n=5_000,
+)
+QUICK = Plan(
+    mode="quick",
+    reps=5,
+    bare_reps=9,
+    bare_n=4_000,
+    attrs_n=3_000,
+    step_n=1_000,
+    warmup_n=200,
+    export_n=2_000,
+    export_batches=8,
+    burst_steps=10_000,
+    load_bytes=5 * MB,
+    load_reps=3,
+    breakdown_n=2_000,
+    write_n=2_000,
+)
+
+
+# --- timing --------------------------------------------------------------------------------
+
+
+@dataclass
+class Sample:
+    """Nanoseconds per operation, one value per repetition."""
+
+    per_op_ns: list[float]
+
+    @property
+    def median_ns(self) -> float:
+        return statistics.median(self.per_op_ns)
+
+    @property
+    def us(self) -> float:
+        return self.median_ns / NS_PER_US
+
+    @property
+    def spread(self) -> str:
+        lo, hi = min(self.per_op_ns) / NS_PER_US, max(self.per_op_ns) / NS_PER_US
+        return f"{lo:.1f}..{hi:.1f}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "median_us": round(self.us, 3),
+            "reps_us": [round(v / NS_PER_US, 3) for v in self.per_op_ns],
+        }
+
+
+def time_loop(loop: Callable[[int], object], n: int, reps: int, warmup: int) -> Sample:
+    """Run ``loop(n)`` ``reps`` times after a warm-up; nanoseconds per operation for each rep.
+
+    The garbage collector stays on, as in normal operation.
+    """
+    if warmup:
+        loop(warmup)
+    out: list[float] = []
+    for _ in range(reps):
+        start = time.perf_counter_ns()
+        loop(n)
+        out.append((time.perf_counter_ns() - start) / n)
+    return Sample(out)
+
+
+# --- the provider, the exporter that discards, the tools -------------------------------------
+
+
+class DiscardExporter(SpanExporter):
+    """Accepts every batch and throws it away; counts what it was given."""
+
+    def __init__(self) -> None:
+        self.received = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.received += len(spans)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        return None
+
+
+class KeepSpans(SpanProcessor):
+    """Keeps ended spans while ``active`` (added only after the per-call measurements)."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.spans: list[ReadableSpan] = []
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        return None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.active:
+            self.spans.append(span)
+
+
+_TEXT = (
+    "refunds are issued to the original payment method within fourteen days of receiving returned item "
+    "customer may request exchange instead store voucher order shipping costs not refundable unless "
+    "product arrived damaged or different from description please include receipt number photo "
+    "packaging international orders take longer bank processing times vary by country region card "
+    "issuer holiday periods extend all timelines warehouse inspects every parcel before approval "
+    "partial amounts apply when items show wear missing parts accessories manuals labels tags"
+)
+_WORDS = tuple(_TEXT.split())
+
+
+def prose(n_chars: int, seed: int = 7) -> str:
+    """Deterministic plain text of exactly ``n_chars`` characters, free of secret-looking words."""
+    rng = random.Random(seed)
+    parts: list[str] = []
+    size = 0
+    while size < n_chars:
+        sentence = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(8, 18)))
+        sentence = sentence[0].upper() + sentence[1:] + ". "
+        parts.append(sentence)
+        size += len(sentence)
+    return "".join(parts)[:n_chars]
+
+
+def document_result(body_chars: int = 4_000) -> dict[str, Any]:
+    return {"status": 200, "body": prose(body_chars)}
+
+
+def records_result(target_bytes: int = 4_096, count: int = 20) -> list[dict[str, Any]]:
+    """About ``count`` order records whose JSON totals about ``target_bytes``."""
+
+    def build(note_chars: int) -> list[dict[str, Any]]:
+        return [
+            {
+                "order_id": f"ord_{10_000 + i}",
+                "customer": f"c_{17 + i % 5}",
+                "amount": round(19.95 + 7.5 * i, 2),
+                "currency": "EUR",
+                "status": ("refunded", "shipped", "delivered", "pending")[i % 4],
+                "created": f"2026-11-{1 + i % 28:02d}T10:{i % 60:02d}:00Z",
+                "items": 1 + i % 3,
+                "note": prose(note_chars, seed=100 + i),
+            }
+            for i in range(count)
+        ]
+
+    bare = len(orjson.dumps(build(0)))
+    return build(max(0, (target_bytes - bare) // count))
+
+
+DOCUMENT = document_result()
+RECORDS = records_result()
+# The same document with one ordinary word that holds a secret key word ("cred" in "credit"):
+# the redaction pre-check then says "maybe" and the result is parsed and walked.
+DOCUMENT_WALK = {"status": 200, "body": DOCUMENT["body"][:-14] + " store credit."}
+
+
+@tool(name="search", side_effect="read_only")
+def search_document(query: str, limit: int = 20) -> dict[str, Any]:
+    """A read-only tool returning one ~4 KB document."""
+    return DOCUMENT
+
+
+@tool(name="search", side_effect="read_only")
+def search_document_walk(query: str, limit: int = 20) -> dict[str, Any]:
+    """``search_document`` whose result trips the redaction pre-check."""
+    return DOCUMENT_WALK
+
+
+@tool(name="search", side_effect="read_only")
+def search_records(query: str, limit: int = 20) -> list[dict[str, Any]]:
+    """A read-only tool returning ~20 records, ~4 KB in all."""
+    return RECORDS
+
+
+def sized_tool(result: object) -> Callable[..., object]:
+    """A read-only ``search`` tool returning ``result`` (for the load tapes)."""
+
+    @tool(name="search", side_effect="read_only")
+    def search(query: str, limit: int = 20) -> object:
+        return result
+
+    return search
+
+
+# --- tapes on disk ---------------------------------------------------------------------------
+
+
+@dataclass
+class TapeScan:
+    lines: int = 0
+    step_lines: int = 0
+    run_lines: int = 0
+    other_lines: int = 0
+    bytes: int = 0
+    ends_with_newline: bool = True
+
+
+def scan_tape(path: Path) -> TapeScan:
+    """Count the lines of a tape, and which are steps and runs (by span name), streaming."""
+    scan = TapeScan()
+    last = b"\n"
+    with path.open("rb") as f:
+        for line in f:
+            scan.lines += 1
+            scan.bytes += len(line)
+            if b'"name":"execute_tool ' in line:
+                scan.step_lines += 1
+            elif b'"name":"invoke_agent ' in line:
+                scan.run_lines += 1
+            else:
+                scan.other_lines += 1
+            last = line
+    scan.ends_with_newline = last.endswith(b"\n")
+    return scan
+
+
+def step_attributes(path: Path) -> tuple[str, dict[str, Any]]:
+    """The span name and attributes of the first step line of a tape (decoded from OTLP JSON)."""
+    with path.open("rb") as f:
+        for raw in f:
+            line = orjson.loads(raw)
+            span = line["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+            if not span["name"].startswith("execute_tool "):
+                continue
+            attrs: dict[str, Any] = {}
+            for kv in span["attributes"]:
+                value = kv["value"]
+                if "stringValue" in value:
+                    attrs[kv["key"]] = value["stringValue"]
+                elif "intValue" in value:
+                    attrs[kv["key"]] = int(value["intValue"])
+                elif "boolValue" in value:
+                    attrs[kv["key"]] = value["boolValue"]
+                elif "doubleValue" in value:
+                    attrs[kv["key"]] = float(value["doubleValue"])
+            return span["name"], attrs
+    raise RuntimeError(f"{path}: no step line")
+
+
+def filesystem_of(path: Path) -> str:
+    """``type on device`` of the mount holding ``path`` (from /proc/mounts), or '?'."""
+    try:
+        mounts = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return "?"
+    best = ("", "?", "?")
+    target = str(path.resolve())
+    for entry in mounts:
+        parts = entry.split()
+        if len(parts) < 3:
+            continue
+        device, point, kind = parts[0], parts[1].replace("\\040", " "), parts[2]
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best[0]):
+            best = (point, kind, device)
+    return f"{best[1]} on {best[2]}"
+
+
+@contextmanager
+def folder(base: str | None, prefix: str) -> Iterator[Path]:
+    """A fresh folder (under ``base``, or the default temporary location), removed afterwards."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+    try:
+        yield path
+    finally:
+        for child in path.iterdir():
+            child.unlink()
+        path.rmdir()
+
+
+# --- report ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    section: str
+    name: str
+    value: float | int | str
+    unit: str
+    ratio: float | None = None
+    target: str = ""
+    verdict: str = ""
+    spread: str = ""
+
+
+@dataclass
+class Report:
+    plan: Plan
+    machine: dict[str, Any]
+    rows: list[Row] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, row: Row) -> None:
+        self.rows.append(row)
+        print(f"  {row.name.strip()}: {fmt_value(row.value)} {row.unit}", file=sys.stderr, flush=True)
+
+
+def fmt_value(value: float | int | str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return f"{value:,}"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def render(report: Report) -> str:
+    m = report.machine
+    out = io.StringIO()
+    plan = report.plan
+    out.write(
+        f"otel-agent-replay recording benchmark ({plan.mode} run; median of {plan.reps} reps, "
+        f"{plan.bare_reps} for the bare span)\n"
+    )
+    out.write(
+        f"date {m['date']}  python {m['python']}  cpus {m['cpu_count']}  "
+        f"opentelemetry-sdk {m['opentelemetry_sdk']}  orjson {m['orjson']}\n"
+    )
+    out.write(f"platform {m['platform']}  cpu {m['cpu_model']}\n")
+    out.write(f"tape folder {m['tape_dir']} ({m['tape_fs']}); tmpfs {m['tmpfs_dir'] or 'none'}\n")
+    out.write(f"load average at start {m['loadavg_start']}, at end {m.get('loadavg_end', '?')}\n")
+    header = ("", "value", "unit", "x bare", "target", "result", "spread (min..max)")
+    widths = (62, 10, 8, 7, 8, 7, 18)
+
+    def line(cells: Sequence[str]) -> str:
+        first = cells[0].ljust(widths[0])
+        rest = [cells[1].rjust(widths[1]), cells[2].ljust(widths[2])]
+        rest += [cells[3].rjust(widths[3]), cells[4].rjust(widths[4]), cells[5].rjust(widths[5])]
+        rest.append(cells[6])
+        return (first + " " + " ".join(rest)).rstrip() + "\n"
+
+    section = None
+    for row in report.rows:
+        if row.section != section:
+            section = row.section
+            out.write("\n" + section + "\n")
+            out.write(line(header))
+        ratio = f"{row.ratio:.2f}" if row.ratio is not None else ""
+        out.write(
+            line(
+                (
+                    "  " + row.name,
+                    fmt_value(row.value),
+                    row.unit,
+                    ratio,
+                    row.target,
+                    row.verdict,
+                    row.spread,
+                )
+            )
+        )
+    misses = [r for r in report.rows if r.verdict == "MISS"]
+    failed = [r for r in report.rows if r.verdict == "ERROR"]
+    passed = [r for r in report.rows if r.verdict == "PASS"]
+    out.write(f"\ntargets: {len(passed)} PASS, {len(misses)} MISS, {len(failed)} ERROR\n")
+    drift = report.data.get("per_call", {}).get("bare_drift_percent")
+    if isinstance(drift, float) and abs(drift) > 15:
+        out.write(
+            f"warning: the bare span drifted {drift:+.0f}% between before and after; other processes were "
+            "probably competing for the CPU (see the load average): rerun on a quiet machine\n"
+        )
+    return out.getvalue()
+
+
+def machine_info(tape_dir: Path, tmpfs_dir: str | None) -> dict[str, Any]:
+    cpu_model = "?"
+    try:
+        for entry in Path("/proc/cpuinfo").read_text().splitlines():
+            if entry.startswith("model name"):
+                cpu_model = entry.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "cpu_count": os.cpu_count(),
+        "cpu_model": cpu_model,
+        "platform": platform.platform(),
+        "opentelemetry_sdk": metadata.version("opentelemetry-sdk"),
+        "opentelemetry_api": metadata.version("opentelemetry-api"),
+        "orjson": metadata.version("orjson"),
+        "otel_agent_replay": metadata.version("otel-agent-replay"),
+        "tape_dir": str(tape_dir),
+        "tape_fs": filesystem_of(tape_dir),
+        "tmpfs_dir": tmpfs_dir,
+        "loadavg_start": loadavg(),
+    }
+
+
+def loadavg() -> str:
+    """The 1/5/15-minute load averages: other processes competing for the CPUs make numbers noisy."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
+
+
+# --- the measurements ------------------------------------------------------------------------
+
+
+class Bench:
+    """Holds the providers, the folders and the report while the sections run."""
+
+    def __init__(self, plan: Plan, work: Path, shm: Path | None) -> None:
+        self.plan = plan
+        self.work = work
+        self.shm = shm
+        # The application's provider: a BatchSpanProcessor to a discarding exporter (an OTLP
+        # exporter stand-in). record() adds its router to this provider.
+        self.app_exporter = DiscardExporter()
+        self.app_provider = TracerProvider()
+        self.app_provider.add_span_processor(BatchSpanProcessor(self.app_exporter))
+        trace.set_tracer_provider(self.app_provider)
+        # The reference: a provider whose only processor is the same BatchSpanProcessor set-up,
+        # without our router, so the bare span pays nothing of ours.
+        self.bare_provider = TracerProvider()
+        self.bare_provider.add_span_processor(BatchSpanProcessor(DiscardExporter()))
+        self.bare_tracer = self.bare_provider.get_tracer("bench.bare")
+        self.keep = KeepSpans()
+        self.report = Report(plan, machine_info(work, str(shm) if shm else None))
+        self.bare_ref_ns = 0.0
+        self.step_us: dict[str, float] = {}
+        self.span_names: dict[str, str] = {}
+        self.span_attrs: dict[str, dict[str, Any]] = {}
+        self.line_bytes: dict[str, int] = {}
+        self.no_tape_us = 0.0
+
+    # -- shared helpers --
+
+    def _tape(self, where: Path, name: str) -> Path:
+        path = where / f"{name}.jsonl"
+        if path.exists():
+            path.unlink()
+        return path
+
+    def setup(self) -> None:
+        """Record one step of each shape: the attributes a real step carries, and line sizes."""
+        for shape, fn in (("document", search_document), ("records", search_records)):
+            path = self._tape(self.work, f"setup-{shape}")
+            with record(path), agent_run("bench"):
+                fn(query=QUERY, limit=LIMIT)
+            name, attrs = step_attributes(path)
+            self.span_names[shape] = name
+            self.span_attrs[shape] = attrs
+            scan = scan_tape(path)
+            with path.open("rb") as f:
+                self.line_bytes[shape] = len(f.readline())
+            assert scan.step_lines == 1 and scan.run_lines == 1, scan
+            path.unlink()
+        redactor = DEFAULT_CAPTURE.redactor
+        self.report.data["shapes"] = {
+            "document": {
+                "result_json_bytes": len(orjson.dumps(DOCUMENT)),
+                "tape_line_bytes": self.line_bytes["document"],
+                "redaction_walk": redactor.may_redact(orjson.dumps(DOCUMENT).decode()),
+            },
+            "records": {
+                "result_json_bytes": len(orjson.dumps(RECORDS)),
+                "records": len(RECORDS),
+                "tape_line_bytes": self.line_bytes["records"],
+                "redaction_walk": redactor.may_redact(orjson.dumps(RECORDS).decode()),
+            },
+            "document_walk": {
+                "result_json_bytes": len(orjson.dumps(DOCUMENT_WALK)),
+                "redaction_walk": redactor.may_redact(orjson.dumps(DOCUMENT_WALK).decode()),
+            },
+        }
+
+    def bare(self) -> Sample:
+        start = self.bare_tracer.start_as_current_span
+
+        def loop(n: int) -> None:
+            for _ in range(n):
+                with start("x"):
+                    pass
+
+        p = self.plan
+        return time_loop(loop, p.bare_n, p.bare_reps, p.warmup_n * 4)
+
+    def attrs_span(self, shape: str) -> Sample:
+        """A span with a step's attributes set directly: the SDK's own share of a step."""
+        name = self.span_names[shape]
+        attrs = dict(self.span_attrs[shape])
+        result = attrs.pop(RESULT_ATTRIBUTE)
+        start = self.bare_tracer.start_as_current_span
+
+        def loop(n: int) -> None:
+            for _ in range(n):
+                with start(name, attributes=attrs) as span:
+                    span.set_attribute(RESULT_ATTRIBUTE, result)
+
+        p = self.plan
+        return time_loop(loop, p.attrs_n, p.reps, p.warmup_n)
+
+    def recorded_step(self, fn: Callable[..., object], where: Path, name: str) -> tuple[Sample, TapeScan, int]:
+        path = self._tape(where, name)
+
+        def loop(n: int) -> None:
+            for _ in range(n):
+                fn(query=QUERY, limit=LIMIT)
+
+        p = self.plan
+        with record(path) as rec, agent_run("bench"):
+            sample = time_loop(loop, p.step_n, p.reps, p.warmup_n)
+        scan = scan_tape(path)
+        path.unlink()
+        return sample, scan, rec.stats.spans_dropped
+
+    def unrecorded_step(self, fn: Callable[..., object]) -> Sample:
+        """The same step in a run outside record(): capture and span, nothing written."""
+
+        def loop(n: int) -> None:
+            for _ in range(n):
+                fn(query=QUERY, limit=LIMIT)
+
+        p = self.plan
+        with agent_run("bench"):
+            return time_loop(loop, p.step_n, p.reps, p.warmup_n)
+
+    # -- section 1 --
+
+    def per_call(self) -> None:
+        sec = "1. Per call (µs per span or step; ratio to the mean bare span)"
+        before = self.bare()
+        attrs = {shape: self.attrs_span(shape) for shape in ("document", "records")}
+        steps: dict[str, tuple[Sample, TapeScan, int]] = {}
+        places = [("disk", self.work)] + ([("tmpfs", self.shm)] if self.shm else [])
+        for place, where in places:
+            for shape, fn in (("document", search_document), ("records", search_records)):
+                steps[f"{shape}/{place}"] = self.recorded_step(fn, where, f"steps-{shape}")
+        steps["document_walk/disk"] = self.recorded_step(search_document_walk, self.work, "steps-walk")
+        no_tape = self.unrecorded_step(search_document)
+        after = self.bare()
+        ref = (before.median_ns + after.median_ns) / 2
+        self.bare_ref_ns = ref
+        rep = self.report
+        drift = (after.median_ns - before.median_ns) / before.median_ns * 100
+        rep.add(Row(sec, "bare span, before", before.us, "µs", before.median_ns / ref, spread=before.spread))
+        rep.add(Row(sec, "bare span, after", after.us, "µs", after.median_ns / ref, spread=after.spread))
+        rep.add(Row(sec, f"bare span, mean = reference (drift {drift:+.1f}%)", ref / NS_PER_US, "µs", 1.0))
+        for shape, sample in attrs.items():
+            rep.add(
+                Row(
+                    sec,
+                    f"SDK span with a {shape} step's attributes, no capture",
+                    sample.us,
+                    "µs",
+                    sample.median_ns / ref,
+                    spread=sample.spread,
+                )
+            )
+        kb = {s: self.report.data["shapes"][s]["result_json_bytes"] / 1024 for s in ("document", "records")}
+        labels = {
+            "document": f"document ({kb['document']:.1f} KB result)",
+            "records": f"{len(RECORDS)} records ({kb['records']:.1f} KB result)",
+            "document_walk": "same document + 'credit' (redactor walk)",
+        }
+        data_steps: dict[str, Any] = {}
+        for key, (sample, scan, dropped) in steps.items():
+            shape, place = key.split("/")
+            ratio = sample.median_ns / ref
+            name = f"recorded step, {labels[shape]}, {place}"
+            if place == "disk" and shape != "document_walk":
+                row = Row(
+                    sec,
+                    name,
+                    sample.us,
+                    "µs",
+                    ratio,
+                    f"≤ {TARGET_STEP_RATIO}x",
+                    verdict(ratio <= TARGET_STEP_RATIO),
+                    sample.spread,
+                )
+            else:
+                row = Row(sec, name, sample.us, "µs", ratio, spread=sample.spread)
+            rep.add(row)
+            self.step_us[key] = sample.us
+            data_steps[key] = {
+                **sample.to_json(),
+                "ratio_to_bare": round(ratio, 3),
+                "tape_lines": scan.lines,
+                "tape_bytes": scan.bytes,
+                "bytes_per_step_line": round(scan.bytes / max(1, scan.step_lines)),
+                "spans_dropped": dropped,
+            }
+        self.no_tape_us = no_tape.us
+        rep.add(
+            Row(
+                sec,
+                "same document step in agent_run without record() (no tape)",
+                no_tape.us,
+                "µs",
+                no_tape.median_ns / ref,
+                spread=no_tape.spread,
+            )
+        )
+        self.report.data["per_call"] = {
+            "step_without_record_document": {**no_tape.to_json(), "ratio_to_bare": round(no_tape.median_ns / ref, 3)},
+            "bare_before": before.to_json(),
+            "bare_after": after.to_json(),
+            "bare_reference_us": round(ref / NS_PER_US, 3),
+            "bare_drift_percent": round(drift, 2),
+            "sdk_span_with_step_attributes": {
+                s: {**a.to_json(), "ratio_to_bare": round(a.median_ns / ref, 3)} for s, a in attrs.items()
+            },
+            "recorded_step": data_steps,
+        }
+
+    # -- section 2: burst --
+
+    def burst(self) -> None:
+        sec = f"2. Burst: {self.plan.burst_steps:,} recorded steps in one record(), as fast as possible"
+        n = self.plan.burst_steps
+        path = self._tape(self.work, "burst")
+        self.app_provider.force_flush()
+        received_before = self.app_exporter.received
+        fn = search_document
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            start = time.perf_counter_ns()
+            with record(path) as rec:
+                with agent_run("bench-burst"):
+                    for _ in range(n):
+                        fn(query=QUERY, limit=LIMIT)
+                loop_end = time.perf_counter_ns()
+            end = time.perf_counter_ns()
+        stats = rec.stats
+        self.app_provider.force_flush()
+        otlp_received = self.app_exporter.received - received_before
+        scan = scan_tape(path)
+        path.unlink()
+        lines_ok = scan.step_lines == n and scan.run_lines == 1 and scan.other_lines == 0 and scan.ends_with_newline
+        rep = self.report
+        rep.add(
+            Row(
+                sec,
+                "lines on the tape (steps + runs)",
+                f"{scan.step_lines:,}+{scan.run_lines}",
+                "lines",
+                target=f"{n // 1000}k+1",
+                verdict=verdict(lines_ok),
+            )
+        )
+        rep.add(
+            Row(
+                sec,
+                "rec.stats.spans_dropped",
+                stats.spans_dropped,
+                "spans",
+                target="0",
+                verdict=verdict(stats.spans_dropped == 0),
+            )
+        )
+        step_ns = (loop_end - start) / n
+        rep.add(Row(sec, "steps per second (1 thread, incl. tape write)", n / ((loop_end - start) / 1e9), "steps/s"))
+        rep.add(Row(sec, "time per step in the burst", step_ns / NS_PER_US, "µs", step_ns / self.bare_ref_ns))
+        rep.add(Row(sec, "record() exit (flush + fsync of the tape)", (end - loop_end) / 1e6, "ms"))
+        rep.add(Row(sec, "tape size", scan.bytes / MB, "MB"))
+        rep.add(
+            Row(
+                sec,
+                "for contrast: spans the OTLP BatchSpanProcessor dropped",
+                (n + 1) - otlp_received,
+                "spans",
+            )
+        )
+        self.report.data["burst"] = {
+            "steps": n,
+            "tape": asdict(scan),
+            "lines_ok": lines_ok,
+            "stats": asdict(stats),
+            "warnings": [str(w.message) for w in caught],
+            "seconds_loop": (loop_end - start) / 1e9,
+            "seconds_exit": (end - loop_end) / 1e9,
+            "us_per_step": step_ns / NS_PER_US,
+            "otlp_batch_processor_received": otlp_received,
+            "otlp_batch_processor_dropped": (n + 1) - otlp_received,
+        }
+
+    # -- section 3: exporter --
+
+    def capture_spans(self) -> dict[str, ReadableSpan]:
+        """ReadableSpans of real recorded steps (one per shape), kept by a processor added now."""
+        self.app_provider.add_span_processor(self.keep)
+        spans: dict[str, ReadableSpan] = {}
+        for shape, fn in (("document", search_document), ("records", search_records)):
+            path = self._tape(self.work, f"capture-{shape}")
+            self.keep.spans.clear()
+            self.keep.active = True
+            with record(path), agent_run("bench"):
+                fn(query=QUERY, limit=LIMIT)
+            self.keep.active = False
+            path.unlink()
+            spans[shape] = next(s for s in self.keep.spans if s.name.startswith("execute_tool "))
+        self.keep.spans.clear()
+        return spans
+
+    def exporter(self, spans: dict[str, ReadableSpan]) -> None:
+        sec = "3. TapeSpanExporter(path).export(...) on pre-built spans of real steps, tape on disk"
+        p = self.plan
+        rep = self.report
+        data: dict[str, Any] = {}
+        for shape, span in spans.items():
+            for batch in (1, 512):
+                spans_batch = (span,) * batch
+                per_rep_ns: list[float] = []
+                bytes_per_span = 0.0
+                count = p.export_n if batch == 1 else p.export_batches
+                for i in range(p.reps + 1):  # the first round is a warm-up
+                    path = self._tape(self.work, f"export-{shape}-{batch}")
+                    exp = TapeSpanExporter(path)
+                    exp.export((span,))  # opens the file
+                    start = time.perf_counter_ns()
+                    for _ in range(count):
+                        exp.export(spans_batch)
+                    elapsed = time.perf_counter_ns() - start
+                    exp.shutdown()
+                    size = path.stat().st_size
+                    bytes_per_span = size / (count * batch + 1)
+                    path.unlink()
+                    if i:
+                        per_rep_ns.append(elapsed / (count * batch))
+                sample = Sample(per_rep_ns)
+                rate = 1e9 / sample.median_ns
+                lo = 1e9 / max(per_rep_ns)
+                hi = 1e9 / min(per_rep_ns)
+                what = "export((span,)) one span per call" if batch == 1 else "export(512 spans) per call"
+                rep.add(
+                    Row(
+                        sec,
+                        f"{shape}: {what}",
+                        rate,
+                        "spans/s",
+                        spread=f"{lo:,.0f}..{hi:,.0f}",
+                    )
+                )
+                data[f"{shape}/batch{batch}"] = {
+                    "spans_per_s": round(rate),
+                    "us_per_span": round(sample.us, 3),
+                    "reps_us_per_span": [round(v / NS_PER_US, 3) for v in per_rep_ns],
+                    "bytes_per_span": round(bytes_per_span),
+                    "mb_per_s": round(rate * bytes_per_span / MB, 1),
+                }
+            rep.add(Row(sec, f"{shape}: bytes per span on the tape", round(bytes_per_span), "bytes"))
+        self.report.data["exporter"] = data
+
+    # -- section 4: load --
+
+    def build_load_tape(self, path: Path, fn: Callable[..., object], target: int, steps_per_run: int = 20) -> None:
+        with record(path):
+            while not path.exists() or path.stat().st_size < target:
+                with agent_run("bench-load"):
+                    for _ in range(steps_per_run):
+                        fn(query=QUERY, limit=LIMIT)
+
+    def load(self) -> None:
+        sec = "4. load_tape(path) (warm page cache)"
+        p = self.plan
+        rep = self.report
+        # A document result with a body of B plain characters gives a line of about overhead + B bytes.
+        doc_overhead = self.line_bytes["document"] - len(DOCUMENT["body"])
+        sizes = {"small": 1_536, "large": 6_144}
+        data: dict[str, Any] = {}
+        for label, line_target in sizes.items():
+            body = max(64, line_target - doc_overhead)
+            fn = sized_tool({"status": 200, "body": prose(body, seed=3)})
+            path = self._tape(self.work, f"load-{label}")
+            self.build_load_tape(path, fn, p.load_bytes)
+            scan = scan_tape(path)
+            size = scan.bytes
+            mean_line = size / scan.lines
+            name = f"{label} spans ({mean_line / 1000:.1f} KB/line, {size / MB:.0f} MB, {scan.lines:,} spans)"
+            try:
+                times: list[float] = []
+                tape = load_tape(path)  # warm-up
+                loaded = len(tape.runs) + sum(len(r.steps) for r in tape.runs)
+                del tape
+                for _ in range(p.load_reps):
+                    gc.collect()
+                    start = time.perf_counter_ns()
+                    tape = load_tape(path)
+                    times.append((time.perf_counter_ns() - start) / 1e9)
+                    del tape
+                gc.collect()
+                memory = self.load_memory(path)
+            except Exception as exc:  # load_tape is being finished elsewhere: report, do not crash
+                rep.add(Row(sec, f"{name}: load_tape failed", f"{type(exc).__name__}: {exc}"[:60], "", verdict="ERROR"))
+                data[label] = {"error": f"{type(exc).__name__}: {exc}", "file_bytes": size}
+                path.unlink()
+                continue
+            path.unlink()
+            t = statistics.median(times)
+            mbps = size / MB / t
+            rep.add(
+                Row(
+                    sec,
+                    f"{name}: MB/s",
+                    mbps,
+                    "MB/s",
+                    target=f"≥ {TARGET_LOAD_MBPS:.0f}",
+                    verdict=verdict(mbps >= TARGET_LOAD_MBPS),
+                    spread=f"{size / MB / max(times):.0f}..{size / MB / min(times):.0f}",
+                )
+            )
+            rep.add(Row(sec, "    spans per second", loaded / t, "spans/s"))
+            peak = memory.get("tracemalloc_peak_bytes")
+            if isinstance(peak, int):
+                ratio = peak / size
+                rep.add(
+                    Row(
+                        sec,
+                        "    peak memory (tracemalloc) / file size",
+                        ratio,
+                        "x file",
+                        target=f"≤ {TARGET_LOAD_PEAK:.0f}x",
+                        verdict=verdict(ratio <= TARGET_LOAD_PEAK),
+                    )
+                )
+            rss = memory.get("rss_peak_delta_bytes")
+            if isinstance(rss, int):
+                rep.add(Row(sec, "    peak RSS growth during the load / file size", rss / size, "x file"))
+            data[label] = {
+                "file_bytes": size,
+                "spans_in_file": scan.lines,
+                "spans_loaded": loaded,
+                "mean_line_bytes": round(mean_line),
+                "seconds": [round(x, 4) for x in times],
+                "median_seconds": round(t, 4),
+                "mb_per_s": round(mbps, 1),
+                "spans_per_s": round(loaded / t),
+                **memory,
+            }
+        self.report.data["load"] = data
+
+    def load_memory(self, path: Path) -> dict[str, Any]:
+        """Peak memory of load_tape, measured in a fresh process (so earlier phases do not hide it)."""
+        proc = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), "--load-memory", str(path)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"memory child failed: {proc.stderr.strip().splitlines()[-1:]}")
+        result: dict[str, Any] = json.loads(proc.stdout)
+        return result
+
+    # -- section 5: breakdown --
+
+    def breakdown(self, spans: dict[str, ReadableSpan]) -> None:
+        sec = "5. Where a step's time goes (document shape; orientation, parts timed alone)"
+        p = self.plan
+        rep = self.report
+        spec = tool_spec(search_document)
+        assert spec is not None
+        capture = DEFAULT_CAPTURE
+        kwargs = {"query": QUERY, "limit": LIMIT}
+        sig, leave_out = spec.signature, spec.leave_out
+        bound = bind_arguments(sig, (), kwargs, leave_out)
+        span = spans["document"]
+        encoder = LineEncoder()
+        line = encoder.encode(span)
+
+        def t_bind(n: int) -> None:
+            for _ in range(n):
+                bind_arguments(sig, (), kwargs, leave_out)
+
+        def t_args(n: int) -> None:
+            for _ in range(n):
+                capture_args("search", bound, capture)
+
+        def t_result(n: int) -> None:
+            for _ in range(n):
+                capture_result(DOCUMENT, capture)
+
+        def t_encode(n: int) -> None:
+            for _ in range(n):
+                encoder.encode(span)
+
+        parts: list[tuple[str, Sample]] = [
+            ("bind the call to the signature", time_loop(t_bind, p.breakdown_n, p.reps, 200)),
+            ("capture_args: JSON, normalise, redaction check, call key", time_loop(t_args, p.breakdown_n, p.reps, 200)),
+            ("capture_result: JSON dump + redaction check (4 KB)", time_loop(t_result, p.breakdown_n, p.reps, 200)),
+            ("LineEncoder.encode: the span as one OTLP JSON line", time_loop(t_encode, p.breakdown_n, p.reps, 200)),
+        ]
+        places = [("disk", self.work)] + ([("tmpfs", self.shm)] if self.shm else [])
+        writes: dict[str, Sample] = {}
+        for place, where in places:
+            path = self._tape(where, "write")
+            writer = AppendWriter(path)
+
+            def t_writer(n: int, writer: AppendWriter = writer) -> None:
+                for _ in range(n):
+                    writer.write(line)
+
+            writes[f"AppendWriter.write (flock, tail check, write), {place}"] = time_loop(
+                t_writer, p.write_n, p.reps, 200
+            )
+            writer.close()
+            path.unlink()
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+            def t_write(n: int, fd: int = fd) -> None:
+                for _ in range(n):
+                    os.write(fd, line)
+
+            writes[f"os.write of the line alone, {place}"] = time_loop(t_write, p.write_n, p.reps, 200)
+            os.close(fd)
+            path.unlink()
+        parts += list(writes.items())
+        for name, sample in parts:
+            rep.add(Row(sec, name, sample.us, "µs", sample.median_ns / self.bare_ref_ns, spread=sample.spread))
+        sdk = self.report.data["per_call"]["sdk_span_with_step_attributes"]["document"]["median_us"]
+        disk_writer = writes["AppendWriter.write (flock, tail check, write), disk"].us
+        step = self.step_us["document/disk"]
+        no_tape = self.no_tape_us
+        capture_parts = sum(sample.us for _name, sample in parts[:3])
+        encode = parts[3][1].us
+        derived = [
+            ("SDK span with the step's attributes (section 1)", sdk),
+            ("= step without record() (section 1)", no_tape),
+            ("  of which capture (bind + args + result, above)", capture_parts),
+            ("  of which the SDK span (above)", sdk),
+            ("  rest: run/step context, ids, proxy tracer, BSP, GC", no_tape - capture_parts - sdk),
+            ("+ tape path: recorded step minus step without record()", step - no_tape),
+            ("  of which encode + AppendWriter.write, disk (above)", encode + disk_writer),
+            ("  rest: router, exporter, span kept alive, GC", step - no_tape - encode - disk_writer),
+            ("= recorded step, document, disk (section 1)", step),
+        ]
+        for name, us in derived:
+            rep.add(Row(sec, name, us, "µs", us * NS_PER_US / self.bare_ref_ns))
+        self.report.data["breakdown_us"] = {
+            **{name: round(s.us, 3) for name, s in parts},
+            "sdk_span_with_step_attributes": sdk,
+            "recorded_step_document_disk": step,
+            "step_without_record_document": no_tape,
+            "derived": {name.strip("=+ "): round(us, 3) for name, us in derived},
+            "line_bytes": len(line),
+        }
+
+
+def profile_step(shm: Path | None, work: Path, steps: int = 5_000) -> str:
+    """cProfile of recorded document steps: the top functions by own and by cumulative time."""
+    where = shm or work
+    path = where / "profile.jsonl"
+    profiler = cProfile.Profile()
+    with record(path), agent_run("bench"):
+        for _ in range(200):
+            search_document(query=QUERY, limit=LIMIT)
+        profiler.enable()
+        for _ in range(steps):
+            search_document(query=QUERY, limit=LIMIT)
+        profiler.disable()
+    path.unlink()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.sort_stats("tottime").print_stats(20)
+    stats.sort_stats("cumulative").print_stats(25)
+    return out.getvalue()
+
+
+def _proc_status_kib(field_name: str) -> int | None:
+    try:
+        for entry in Path("/proc/self/status").read_text().splitlines():
+            if entry.startswith(field_name + ":"):
+                return int(entry.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _reset_peak_rss() -> bool:
+    """Reset this process's peak RSS (VmHWM) to its current RSS; False where Linux does not allow it."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return False
+    return True
+
+
+def load_memory_child(path: str) -> None:
+    """``--load-memory PATH``: peak RSS growth and tracemalloc peak of one load, as JSON.
+
+    ``ru_maxrss`` is no use here: a child started by ``subprocess`` reports its parent's peak
+    after exec. The peak is read from ``/proc/self/status`` (VmHWM) after resetting it.
+    """
+    gc.collect()
+    out: dict[str, Any] = {}
+    if _reset_peak_rss():
+        before = _proc_status_kib("VmRSS")
+        tape = load_tape(path)
+        peak = _proc_status_kib("VmHWM")
+        del tape
+        if before is not None and peak is not None:
+            out["rss_before_bytes"] = before * 1024
+            out["rss_peak_delta_bytes"] = (peak - before) * 1024
+    gc.collect()
+    tracemalloc.start()
+    tape = load_tape(path)
+    _current, traced_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del tape
+    out["tracemalloc_peak_bytes"] = traced_peak
+    print(json.dumps(out))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (10k burst, 5 MB tapes)")
+    parser.add_argument("--json", metavar="OUT", help="also write the numbers as JSON to OUT")
+    parser.add_argument("--profile", action="store_true", help="also print a cProfile of recorded steps")
+    parser.add_argument("--load-memory", metavar="PATH", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.load_memory:
+        load_memory_child(args.load_memory)
+        return 0
+    # The OTLP-path BatchSpanProcessor says so when its queue is full in the burst; the burst
+    # section counts those drops itself.
+    logging.getLogger("opentelemetry.sdk._shared_internal").setLevel(logging.ERROR)
+    plan = QUICK if args.quick else FULL
+    shm_base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    started = time.perf_counter()
+    with ExitStack() as stack:
+        work = stack.enter_context(folder(None, "bench-record-"))
+        shm = stack.enter_context(folder(shm_base, "bench-record-")) if shm_base else None
+        bench = Bench(plan, work, shm)
+        print(f"benchmark ({plan.mode}) in {work}" + (f" and {shm}" if shm else ""), file=sys.stderr)
+        bench.setup()
+        bench.per_call()
+        bench.burst()
+        spans = bench.capture_spans()
+        bench.exporter(spans)
+        bench.load()
+        bench.breakdown(spans)
+        profile = profile_step(shm, work) if args.profile else ""
+    elapsed = time.perf_counter() - started
+    report = bench.report
+    report.machine["loadavg_end"] = loadavg()
+    report.data["seconds_total"] = round(elapsed, 1)
+    text = render(report)
+    print(text + f"total time {elapsed:.0f} s")
+    if profile:
+        print("\ncProfile of recorded document steps (tape on tmpfs when there is one):\n" + profile)
+    if args.json:
+        out = {
+            "machine": report.machine,
+            "plan": asdict(plan),
+            "targets": {
+                "recorded_step_ratio_max": TARGET_STEP_RATIO,
+                "burst_spans_dropped": 0,
+                "load_mb_per_s_min": TARGET_LOAD_MBPS,
+                "load_peak_file_multiple_max": TARGET_LOAD_PEAK,
+            },
+            "results": report.data,
+            "rows": [asdict(r) for r in report.rows],
+        }
+        Path(args.json).write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
