@@ -33,6 +33,9 @@ in free text only when it holds a digit or is at least 20 characters long (so pr
 "a bearer token" is left alone), and only spelled ``Bearer``, ``bearer`` or ``BEARER``;
 free-text ``Basic`` credentials and header lines (``Authorization: ...`` inside a string)
 are not recognised. Under a secret key or header name every value is redacted.
+
+The rules themselves (secret key names, value patterns and their compilation) are in
+``otel_agent_replay.redact_rules``; this module walks JSON data and scans strings with them.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from __future__ import annotations
 import enum
 import logging
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, TypeAlias
 
@@ -48,6 +51,13 @@ import orjson
 
 from otel_agent_replay.canonical import JSONValue, to_jsonable
 from otel_agent_replay.errors import ConfigurationError
+from otel_agent_replay.redact_rules import (
+    MAX_ANCHOR_OFFSET,
+    PATTERN_NAMES,
+    CompiledRules,
+    compile_rules,
+    pattern_placeholder,
+)
 
 __all__ = [
     "DEFAULT_REDACTOR",
@@ -66,366 +76,8 @@ RedactionProcessor: TypeAlias = Callable[[JSONValue], JSONValue]
 KEY_PLACEHOLDER: Final = "[REDACTED]"
 """What the value of a secret key (or secret header) becomes."""
 
-
-def pattern_placeholder(name: str) -> str:
-    """What a secret found by a value pattern becomes: ``"[REDACTED:<name>]"``."""
-    return f"[REDACTED:{name}]"
-
-
 _MAX_DEPTH: Final = 100
 _KEY_CACHE_SIZE: Final = 8192
-# Shortest text any built-in pattern can match ("pwd=x"); shorter strings skip the scan.
-_MIN_SECRET_LEN: Final = 5
-
-# --- secret key names -----------------------------------------------------------------
-
-_SEGMENT = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-
-# A key is read as lower-case words (camelCase and separators split): "X-Api-Key" ->
-# x, api, key. It is secret when, reading its words left to right and joining them,
-# the joined text ends with one of these at a word boundary; the word may end a
-# compound ("accesstoken", "openaiapikey") but must end where a word of the key ends.
-_SECRET_SUFFIXES: Final = (
-    "password",
-    "passwords",
-    "passwd",
-    "passphrase",
-    "secret",
-    "secrets",
-    "apikey",
-    "apikeys",
-    "authorization",
-    "cookie",
-    "cookies",
-    "privatekey",
-    "accesskey",
-    "credential",
-    "credentials",
-    "accesstokens",
-    "refreshtokens",
-    "authtokens",
-    "apitokens",
-    "idtokens",
-    "bearertokens",
-)
-# Whole words that are secret on their own.
-_SECRET_WORDS: Final = frozenset({"jwt", "jwts", "creds", "sessionid", "sessionkey"})
-# "token" and "session" also name counts and limits; a key holding one of these words
-# is a count, not a secret (max_tokens is plural anyway, but token_count, max_token,
-# session_count are not).
-_COUNT_WORDS: Final = frozenset(
-    {
-        "max",
-        "min",
-        "num",
-        "n",
-        "count",
-        "counts",
-        "limit",
-        "limits",
-        "usage",
-        "budget",
-        "total",
-        "input",
-        "output",
-        "prompt",
-        "completion",
-        "completions",
-        "cached",
-        "reasoning",
-        "remaining",
-        "used",
-        "length",
-        "len",
-        "size",
-        "estimate",
-        "estimated",
-        "per",
-    }
-)
-
-
-def _words(key: str) -> tuple[str, ...]:
-    return tuple(word.lower() for word in _SEGMENT.findall(key))
-
-
-def _is_default_secret(words: tuple[str, ...]) -> bool:
-    if words[-1] == "auth":  # requests/httpx style auth=(user, password), basic_auth, proxy_auth
-        return True
-    counting = not _COUNT_WORDS.isdisjoint(words)
-    joined = ""
-    for word in words:
-        joined += word
-        if word in _SECRET_WORDS or joined.endswith(_SECRET_SUFFIXES):
-            return True
-        if not counting and (word == "session" or joined.endswith("token")):
-            return True
-    return False
-
-
-def _ends_with_any(words: tuple[str, ...], suffixes: tuple[str, ...]) -> bool:
-    joined = ""
-    for word in words:
-        joined += word
-        if joined.endswith(suffixes):
-            return True
-    return False
-
-
-# --- value patterns ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Rule:
-    """One value pattern: ``before`` and ``after`` are kept, ``secret`` is replaced.
-
-    ``gates`` are (guard, branch) pairs for the prefilter. Every branch starts with a
-    literal character that lies in the first ``_MAX_ANCHOR_OFFSET + 1`` characters of any
-    match of the rule, and matches wherever the rule can match; the guard is one
-    character every match contains, checked first with a plain ``in`` (memchr).
-    """
-
-    name: str
-    secret: str
-    gates: tuple[tuple[str, str], ...]
-    before: str = ""
-    after: str = ""
-
-
-_MAX_ANCHOR_OFFSET: Final = 6  # "github_pat_": the gate anchors on the "_" after "github"
-
-_TOKEN68 = r"[A-Za-z0-9\-._~+/]"
-_PARAM_NAMES = (
-    "token",
-    "secret",
-    "password",
-    "passwd",
-    "pwd",
-    "api_key",
-    "apikey",
-    "api-key",
-    "access_key",
-    "sig",
-    "signature",
-)
-_NOT_ALNUM_BEFORE = r"(?<![A-Za-z0-9])"
-# "sk-" not inside a word, so "task-" and "risk-" do not count as candidates.
-_SK_GATE = r"-(?<=sk-)(?<![A-Za-z0-9]sk-)"
-# The one-character look-behind first turns most "=" away cheaply (code has many).
-_PARAM_GATE = (
-    "=(?i:(?<=["
-    + "".join(sorted({name[-1] for name in _PARAM_NAMES}))
-    + "]=)(?:"
-    + "|".join(f"(?<={re.escape(name)}=)" for name in _PARAM_NAMES)
-    + "))"
-)
-
-_RULES: Final = (
-    _Rule(
-        "private_key",
-        # An unterminated block (a truncated result) is redacted to the end of the string.
-        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
-        r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-        (("-", "-----BEGIN"),),
-    ),
-    _Rule(
-        "aws_access_key",
-        r"(?:AKIA|ASIA)[A-Z0-9]{16}",
-        (("A", "A(?:KIA|SIA)"),),
-        before=r"(?<![A-Z0-9])",
-    ),
-    _Rule(
-        "github_token",
-        r"gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}",
-        (("_", r"_(?<=gh[pousr]_)"), ("_", r"_pat_(?<=github_pat_)")),
-    ),
-    _Rule("gitlab_token", r"glpat-[A-Za-z0-9_\-]{20,}", (("-", r"-(?<=glpat-)"),)),
-    # Before openai_api_key: at one position the first matching branch wins.
-    _Rule(
-        "anthropic_api_key",
-        r"sk-ant-[A-Za-z0-9_\-]{20,}",
-        (("-", _SK_GATE),),
-        before=_NOT_ALNUM_BEFORE,
-    ),
-    _Rule(
-        "openai_api_key",
-        r"sk-[A-Za-z0-9_\-]{20,}",
-        (("-", _SK_GATE),),
-        before=_NOT_ALNUM_BEFORE,
-    ),
-    _Rule(
-        "stripe_key",
-        r"(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}",
-        (("_", r"_(?<=[spr]k_)(?<![A-Za-z0-9][spr]k_)(?:live|test)_"),),
-        before=_NOT_ALNUM_BEFORE,
-    ),
-    _Rule(
-        "slack_token",
-        r"xox[abeoprs]-[A-Za-z0-9\-]{10,}|xapp-[A-Za-z0-9\-]{10,}",
-        (("-", r"-(?<=xox[abeoprs]-)"), ("-", r"-(?<=xapp-)")),
-    ),
-    _Rule("google_api_key", r"AIza[0-9A-Za-z_\-]{35}", (("A", "AIza"),)),
-    _Rule(
-        "jwt",
-        r"eyJ[A-Za-z0-9_\-]{4,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*",
-        (("J", r"J(?<=eyJ)"),),
-    ),
-    _Rule(
-        "bearer",
-        # A digit, or 20+ characters: "a bearer token" in prose is not a token.
-        rf"(?={_TOKEN68}*[0-9]){_TOKEN68}+=*|{_TOKEN68}{{20,}}=*",
-        (("b", r"bearer[ \t]"), ("B", r"B(?:earer|EARER)[ \t]")),
-        before=_NOT_ALNUM_BEFORE + r"(?:[Bb]earer|BEARER)[ \t]+",
-    ),
-    _Rule(
-        "url_credentials",
-        # No "[" in the user part, so a redacted URL does not match again.
-        r"[^\s/@:\[\]]*:[^\s/@]+",
-        (("@", r"://[^\s/@:\[\]]*:[^\s/@]+@"),),
-        before="://",
-        after="@",
-    ),
-    _Rule(
-        "secret_param",
-        r"[^\s&;,\"'#<>\[\]]+",
-        (("=", _PARAM_GATE),),
-        before="(?i:" + "|".join(f"(?<={re.escape(n)})" for n in _PARAM_NAMES) + ")=",
-    ),
-)
-
-PATTERN_NAMES: Final = tuple(rule.name for rule in _RULES)
-"""Names of the built-in value patterns, as they appear in ``"[REDACTED:<name>]"``."""
-
-_INLINE_FLAGS = re.compile(r"\A\(\?[aiLmsux]+\)")
-
-
-def _embeddable(pattern: re.Pattern[str]) -> str:
-    """The user's pattern as a group that keeps its flags inside a larger alternation."""
-    flags = "".join(
-        letter
-        for flag, letter in (
-            (re.IGNORECASE, "i"),
-            (re.MULTILINE, "m"),
-            (re.DOTALL, "s"),
-            (re.VERBOSE, "x"),
-            (re.ASCII, "a"),
-        )
-        if pattern.flags & flag
-    )
-    # Leading global flags are already in pattern.flags and are not allowed mid-pattern.
-    body = _INLINE_FLAGS.sub("", pattern.pattern)
-    if "x" in flags:
-        body += "\n"  # a trailing comment must not swallow the closing parenthesis
-    return f"(?{flags}:{body})" if flags else f"(?:{body})"
-
-
-def _compile_user_pattern(pattern: object, index: int) -> re.Pattern[str]:
-    if isinstance(pattern, re.Pattern) and isinstance(pattern.pattern, str):
-        return pattern
-    if isinstance(pattern, str):
-        try:
-            return re.compile(pattern)
-        except re.error as exc:
-            raise ConfigurationError(
-                f"Redactor pattern #{index} {pattern!r} is not a valid regular expression ({exc}); "
-                "fix the pattern or pass a compiled re.Pattern."
-            ) from exc
-    raise ConfigurationError(
-        f"Redactor pattern #{index} is {pattern!r} ({type(pattern).__name__}); "
-        "pass a str regular expression or a compiled re.Pattern[str]."
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _Compiled:
-    defaults: bool
-    user_suffixes: tuple[str, ...]
-    user_exact: frozenset[str]
-    key_cache: dict[str, bool]
-    # (guard character, regex): a string may hold a secret only if, for some pair, the
-    # guard is in it and the regex finds something. Cheap: each regex has a one-character
-    # literal prefix, which the re engine scans for with a tight loop.
-    prefilters: tuple[tuple[str, re.Pattern[str]], ...]
-    gate: re.Pattern[str] | None
-    """All prefilter branches in one regex: finds candidate positions in a string."""
-    full: re.Pattern[str] | None
-    """All value patterns in one alternation, one named group per pattern."""
-    placeholders: dict[str, str]
-    separate: tuple[tuple[re.Pattern[str], str], ...]
-    """User patterns with capturing groups, which cannot join the alternation."""
-    min_len: int
-    key_words: tuple[str, ...]
-    """Every secret key name contains one of these, lower-cased (a superset)."""
-
-    def decide(self, key: str) -> bool:
-        if key.casefold() in self.user_exact:
-            return True
-        words = _words(key)
-        if not words:
-            return False
-        if self.defaults and _is_default_secret(words):
-            return True
-        return bool(self.user_suffixes) and _ends_with_any(words, self.user_suffixes)
-
-
-def _compile(keys: tuple[str, ...], patterns: Iterable[object], defaults: bool) -> _Compiled:
-    rules = _RULES if defaults else ()
-    branches: list[str] = []
-    gates: dict[str, list[str]] = {}
-    placeholders: dict[str, str] = {}
-    for rule in rules:
-        branches.append(f"{rule.before}(?P<{rule.name}>(?:{rule.secret})){rule.after}")
-        placeholders[rule.name] = pattern_placeholder(rule.name)
-        for guard, branch in rule.gates:
-            same_guard = gates.setdefault(guard, [])
-            if branch not in same_guard:
-                same_guard.append(branch)
-
-    separate: list[tuple[re.Pattern[str], str]] = []
-    for index, raw in enumerate(patterns, 1):
-        name = f"custom_{index}"
-        compiled = _compile_user_pattern(raw, index)
-        body = _embeddable(compiled)
-        try:
-            embeddable = compiled.groups == 0 and re.compile(body).groups == 0
-        except re.error:
-            embeddable = False
-        if embeddable:
-            branches.append(f"(?P<{name}>{body})")
-            gates.setdefault("", []).append(body)
-            placeholders[name] = pattern_placeholder(name)
-        else:
-            separate.append((compiled, pattern_placeholder(name)))
-
-    all_gates = [branch for same_guard in gates.values() for branch in same_guard]
-    user_words = [_words(key) for key in keys]
-    return _Compiled(
-        defaults=defaults,
-        user_suffixes=tuple("".join(words) for words in user_words if words),
-        user_exact=frozenset(key.casefold() for key in keys),
-        key_cache={},
-        prefilters=tuple((guard, re.compile("|".join(same))) for guard, same in gates.items()),
-        gate=re.compile("|".join(all_gates)) if all_gates else None,
-        full=re.compile("|".join(branches)) if branches else None,
-        placeholders=placeholders,
-        separate=tuple(separate),
-        key_words=_key_words(defaults, user_words),
-        min_len=1 if "" in gates else _MIN_SECRET_LEN,
-    )
-
-
-# Every default secret key, in any spelling the key rules accept, contains one of these
-# when lower-cased ("pass" covers password, passwd, passphrase; "cred" credential(s) and
-# creds; "key" api/private/access keys). A few plain substring checks cost far less
-# than one case-insensitive alternation over the same text.
-_DEFAULT_KEY_WORDS: Final = ("pass", "secret", "auth", "cookie", "cred", "token", "jwt", "session", "key")
-
-
-def _key_words(defaults: bool, user_words: list[tuple[str, ...]]) -> tuple[str, ...]:
-    found = list(_DEFAULT_KEY_WORDS) if defaults else []
-    # A key ending in a user key's words contains that key's last word.
-    found.extend(words[-1] for words in user_words if words)
-    return tuple(dict.fromkeys(found))
 
 
 def _substitute(pattern: re.Pattern[str], placeholder: str, text: str) -> str:
@@ -457,7 +109,7 @@ class Redactor:
     patterns: tuple[str | re.Pattern[str], ...] = ()
     processors: tuple[RedactionProcessor, ...] = ()
     defaults: bool = True
-    _compiled: _Compiled = field(init=False, repr=False, compare=False, hash=False)
+    _compiled: CompiledRules = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         keys = tuple(self.keys)
@@ -474,7 +126,7 @@ class Redactor:
         object.__setattr__(self, "keys", keys)
         object.__setattr__(self, "patterns", tuple(self.patterns))
         object.__setattr__(self, "processors", processors)
-        object.__setattr__(self, "_compiled", _compile(keys, self.patterns, self.defaults))
+        object.__setattr__(self, "_compiled", compile_rules(keys, self.patterns, self.defaults))
 
     def __call__(self, value: JSONValue) -> JSONValue:
         """Return a redacted copy of ``value``.
@@ -645,10 +297,10 @@ class Redactor:
             if hit is None:
                 break
             anchor = hit.start()
-            # A match starts at most _MAX_ANCHOR_OFFSET characters before its anchor, so
+            # A match starts at most MAX_ANCHOR_OFFSET characters before its anchor, so
             # trying those few positions finds the leftmost match, as finditer would,
             # without running the full alternation at every position of the string.
-            start = max(pos, anchor - _MAX_ANCHOR_OFFSET)
+            start = max(pos, anchor - MAX_ANCHOR_OFFSET)
             match = None
             while start <= anchor:
                 match = full.match(text, start)
