@@ -6,6 +6,7 @@ Public names (a contract): ``tool``, ``model_call``, ``agent_run``, ``record``,
 
 from __future__ import annotations
 
+from .compare import Comparison, Policy, compare
 from .errors import (
     AgentReplayError,
     ConfigurationError,
@@ -29,13 +30,16 @@ from .record import Recording, record
 from .redact import Redactor
 from .replay import Divergence, ReplaySession, replay
 from .tape import load_tape
+from .views import RunView
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AgentReplayError",
+    "Comparison",
     "ConfigurationError",
     "Divergence",
+    "Policy",
     "RecordedToolError",
     "Recording",
     "Redactor",
@@ -44,6 +48,7 @@ __all__ = [
     "ReplaySession",
     "Run",
     "RunHandle",
+    "RunView",
     "SideEffectRefused",
     "Step",
     "StepError",
@@ -59,6 +64,7 @@ __all__ = [
     "TapeWarning",
     "__version__",
     "agent_run",
+    "compare",
     "load_tape",
     "model_call",
     "record",

@@ -25,7 +25,7 @@ from typing import Any, TypeVar, cast
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
 from . import attributes as A
-from .capture import CapturedResult
+from .capture import CapturedResult, usage_tokens
 from .errors import (
     ConfigurationError,
     ReplayDivergence,
@@ -45,6 +45,7 @@ from .runtime import Capture, RunState, active_run, current_replay, current_run
 from .spec import ToolSpec, make_spec, tool_spec
 from .steps import Prepared, call_recorded, call_recorded_async, prepare, start_step
 from .tape import load_tape
+from .views import ObservedCall, RunView
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -139,6 +140,8 @@ class ReplaySession:
         self._bound: list[_ReplayRun] = []
         self._implicit: _ReplayRun | None = None
         self._appender: Appender | None = None
+        self._observed: list[ObservedCall] = []
+        self._outputs: list[object] = []
         self.closed = False
 
     # --- the handle ------------------------------------------------------------------
@@ -219,8 +222,9 @@ class ReplaySession:
         attrs: dict[str, Any] = {A.MODE: A.MODE_REPLAY, A.REPLAY_OF: recorded.run_id}
         return attrs, _links(recorded.trace_id, recorded.span_id), bound
 
-    def end_run(self, replay_run: object, error: BaseException | None) -> None:
-        return None
+    def end_run(self, replay_run: object, error: BaseException | None, output: object) -> None:
+        with self._lock:
+            self._outputs.append(output)
 
     def _binding(self) -> tuple[_ReplayRun, RunState]:
         state = current_run.get() or active_run()
@@ -260,9 +264,11 @@ class ReplaySession:
             else:
                 result = self._live(spec, fn, args, kwargs, bound, prep, decision)
         except BaseException as exc:
+            self._observe(spec, prep, None, exc)
             if step is not None:
                 step.fail(exc)
             raise
+        self._observe(spec, prep, result, None)
         if step is not None:
             step.finish(result, _as_recorded(decision))
         return result
@@ -287,12 +293,36 @@ class ReplaySession:
             else:
                 result = await self._live_async(spec, fn, args, kwargs, bound, prep, decision)
         except BaseException as exc:
+            self._observe(spec, prep, None, exc)
             if step is not None:
                 step.fail(exc)
             raise
+        self._observe(spec, prep, result, None)
         if step is not None:
             step.finish(result, _as_recorded(decision))
         return result
+
+    def _observe(self, spec: ToolSpec, prep: Prepared, result: object, error: BaseException | None) -> None:
+        inp, out = usage_tokens(result) if spec.kind == A.KIND_LLM and error is None else (None, None)
+        call = ObservedCall(
+            kind=spec.kind,
+            tool=spec.name,
+            args=prep.captured.value,
+            result=result,
+            error=type(error).__name__ if error is not None else None,
+            seq=prep.ids.seq,
+            input_tokens=inp,
+            output_tokens=out,
+        )
+        with self._lock:
+            self._observed.append(call)
+
+    def view(self) -> RunView:
+        """The replayed behaviour so far, for assertions (``tools_called``, ``called_with`` …)."""
+        with self._lock:
+            calls = tuple(self._observed)
+            output = self._outputs[-1] if self._outputs else None
+        return RunView.of_calls(calls, output, label=f"replay of {self.tape_path}")
 
     def _prepare_call(
         self, spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]

@@ -153,7 +153,7 @@ class agent_run:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        state, _handle, undo, session = self._state.pop()
+        state, handle, undo, session = self._state.pop()
         run_ended(state)
         try:
             if exc is not None:
@@ -163,7 +163,7 @@ class agent_run:
                 step()
             state.span.end()
             if session is not None and state.replay is not None:
-                session.end_run(state.replay, exc)
+                session.end_run(state.replay, exc, handle.output)
 
     async def __aenter__(self) -> RunHandle:
         return self.__enter__()

@@ -1,0 +1,154 @@
+"""compare(): each divergence kind, ignored fields, policies, recorded vs replayed."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otel_agent_replay import Policy, agent_run, compare, load_tape, model_call, record, replay, tool
+from otel_agent_replay.compare import STRICT
+
+
+@tool(side_effect="read_only")
+def lookup(sku: str, fields: list[str] | None = None) -> dict[str, Any]:
+    return {"sku": sku, "stock": STOCK[sku], "fetched_at": NOW[0], "request_id": f"req-{NOW[0]}"}
+
+
+@tool(side_effect="read_only")
+def tags(sku: str) -> list[dict[str, str]]:
+    return [{"id": t, "label": t.upper()} for t in TAGS]
+
+
+@tool(side_effect="write")
+def reserve(sku: str, qty: int) -> str:
+    if qty > 5:
+        raise ValueError("too many")
+    return "ok"
+
+
+@tool(side_effect="external")
+def notify(sku: str) -> str:
+    return "sent"
+
+
+@model_call(provider="p", model="m")
+def plan(goal: str) -> dict[str, Any]:
+    return {"steps": 2, "usage": {"input_tokens": NOW[0], "output_tokens": 3}}
+
+
+STOCK = {"a": 3, "b": 0}
+NOW = [1]
+TAGS = ["red", "blue"]
+
+
+def _agent(task: str = "restock", sku: str = "a", qty: int = 2, notify_too: bool = False, first: str = "lookup") -> str:
+    with agent_run("shop", task=task, input={"sku": sku}) as run:
+        plan(f"restock {sku}")
+        if first == "tags":
+            tags(sku)
+            lookup(sku)
+        else:
+            lookup(sku)
+            tags(sku)
+        with contextlib.suppress(ValueError):
+            reserve(sku, qty)
+        if notify_too:
+            notify(sku)
+        run.set_output({"done": True, "sku": sku})
+    return run.run_id
+
+
+def _tape(path: Path, **changes: Any) -> Path:
+    with record(path):
+        _agent(**changes)
+    return path
+
+
+@pytest.fixture
+def base(tmp_path: Path) -> Path:
+    NOW[0] = 1
+    STOCK["a"] = 3
+    TAGS[:] = ["red", "blue"]
+    return _tape(tmp_path / "a.jsonl")
+
+
+def test_runs_that_differ_only_in_ignored_fields_do_not_diverge(base: Path, tmp_path: Path) -> None:
+    NOW[0] = 99  # timestamps, request ids and token counts change
+    other = _tape(tmp_path / "b.jsonl")
+    result = compare(base, other)
+    assert result.same and result.first is None and not result
+    assert "no divergence" in str(result)
+    strict = compare(base, other, STRICT)
+    assert {d.path for d in strict.divergences} >= {"result.fetched_at", "result.request_id"}
+
+
+def test_task_and_input(base: Path, tmp_path: Path) -> None:
+    result = compare(base, _tape(tmp_path / "b.jsonl", task="audit"))
+    assert result.first is not None and result.first.kind == "task"
+    assert (result.first.left, result.first.right) == ("restock", "audit")
+
+
+def test_args_result_and_output(base: Path, tmp_path: Path) -> None:
+    STOCK["b"] = 0
+    result = compare(base, _tape(tmp_path / "b.jsonl", sku="b"))
+    kinds = [d.kind for d in result.divergences]
+    assert kinds[0] == "input"  # behaviour and task before data
+    args = result.of_kind("args")
+    assert any(d.step == "lookup#1" and d.path == "args.sku" and (d.left, d.right) == ("a", "b") for d in args)
+    assert any(d.path == "result.stock" and (d.left, d.right) == (3, 0) for d in result.of_kind("result"))
+    assert any(d.path == "output.sku" for d in result.of_kind("output"))
+    assert kinds.index("args") < kinds.index("result") < kinds.index("output")
+
+
+def test_error_types(base: Path, tmp_path: Path) -> None:
+    result = compare(base, _tape(tmp_path / "b.jsonl", qty=9))
+    (error,) = result.of_kind("error")
+    assert error.step == "reserve#1" and error.left is None and error.right == "builtins.ValueError"
+
+
+def test_extra_and_missing_steps_and_side_effect_calls(base: Path, tmp_path: Path) -> None:
+    extra = compare(base, _tape(tmp_path / "b.jsonl", notify_too=True))
+    (step,) = extra.of_kind("step_extra")
+    assert step.step == "notify#1" and step.right["tool"] == "notify"
+    missing = compare(_tape(tmp_path / "c.jsonl", notify_too=True), base)
+    assert [d.step for d in missing.of_kind("step_missing")] == ["notify#1"]
+
+
+def test_order_of_the_step_tree(base: Path, tmp_path: Path) -> None:
+    result = compare(base, _tape(tmp_path / "b.jsonl", first="tags"))
+    # step ids stay aligned (lookup#1, tags#1), so the reorder shows as no divergence in values;
+    # the step tree differs only in seq, which compare does not treat as behaviour
+    assert result.same
+
+
+def test_policy_ignore_normalise_unordered(base: Path, tmp_path: Path) -> None:
+    TAGS[:] = ["blue", "red"]
+    other = _tape(tmp_path / "b.jsonl")
+    assert {d.path for d in compare(base, other).divergences} == {"result[0].id", "result[0].label", "result[1].id",
+                                                                   "result[1].label"}
+    assert compare(base, other, Policy(unordered={"tags:result": "id"})).same
+    assert compare(base, other, Policy(ignore=("tags:result*",))).same
+    assert compare(base, other, Policy(normalize={"tags:result": lambda v: sorted(v, key=str)})).same
+    assert not compare(base, other, Policy(unordered={"lookup:result": "id"})).same  # scoped to another tool
+
+
+def test_run_count(base: Path, tmp_path: Path) -> None:
+    two = tmp_path / "two.jsonl"
+    with record(two):
+        _agent()
+        _agent()
+    result = compare(base, two)
+    assert result.first is not None and result.first.kind == "run_count"
+
+
+def test_recorded_and_replayed_runs_compare_equal(base: Path, tmp_path: Path) -> None:
+    replayed = tmp_path / "replayed.jsonl"
+    with record(replayed), replay(base, stub=("reserve",)):
+        _agent()
+    result = compare(load_tape(base).runs[0], load_tape(replayed).runs[0])
+    assert result.same, str(result)
+    data = compare(base, _tape(tmp_path / "x.jsonl", sku="b")).to_json()
+    assert data["same"] is False and data["divergences"][0]["kind"] == "input"
