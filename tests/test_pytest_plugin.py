@@ -1,0 +1,126 @@
+"""The pytest plugin, run with pytester in real subprocesses: record once, replay, fail on drift."""
+
+from __future__ import annotations
+
+import pytest
+
+from otel_agent_replay.pytest_plugin import safe_name
+
+pytest_plugins = ["pytester"]
+
+AGENT = '''
+import pytest
+from pathlib import Path
+from otel_agent_replay import agent_run, tool
+
+LIVE = Path(__file__).with_name("live-calls.log")
+REPORT = Path(__file__).with_name("report.txt")
+
+@tool(side_effect="read_only")
+def lookup(order_id: str, verbose: bool = False) -> dict:
+    with LIVE.open("a") as fh:
+        fh.write(f"lookup {order_id}\\n")
+    return {"order": order_id, "state": "shipped"}
+
+@tool(side_effect="write")
+def write_report(text: str) -> int:
+    REPORT.write_text(text)
+    return len(text)
+
+def agent(order_id):
+    with agent_run("support"):
+        found = lookup(order_id, verbose=VERBOSE)
+        write_report(found["state"])
+        return found
+
+VERBOSE = False
+
+@pytest.mark.agent_tape(stub=("write_report",))
+def test_order_agent(agent_tape):
+    assert agent("o-17") == {"order": "o-17", "state": "shipped"}
+'''
+
+
+def _live_calls(pytester: pytest.Pytester) -> list[str]:
+    log = pytester.path / "live-calls.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def test_record_once_then_replay_with_zero_live_calls(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_agent=AGENT)
+    first = pytester.runpytest_subprocess("--agent-record-mode=once")
+    first.assert_outcomes(passed=1)
+    tape = pytester.path / "tapes" / "test_agent" / "test_order_agent.jsonl"
+    assert tape.exists() and _live_calls(pytester) == ["lookup o-17"]
+    (pytester.path / "report.txt").unlink()
+
+    second = pytester.runpytest_subprocess()  # default mode: none (strict replay)
+    second.assert_outcomes(passed=1)
+    assert _live_calls(pytester) == ["lookup o-17"]  # nothing ran live the second time
+    assert not (pytester.path / "report.txt").exists()  # the write never happened
+
+
+def test_a_changed_argument_fails_with_the_field_level_drift(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_agent=AGENT)
+    pytester.runpytest_subprocess("--agent-record-mode=once").assert_outcomes(passed=1)
+    pytester.makepyfile(test_agent=AGENT.replace("VERBOSE = False", "VERBOSE = True"))
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*TapeDrift*", "*verbose: false → true*"])
+    assert _live_calls(pytester) == ["lookup o-17"]
+
+
+def test_a_write_tool_never_runs_without_stub_and_the_test_fails(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_agent=AGENT)
+    pytester.runpytest_subprocess("--agent-record-mode=once").assert_outcomes(passed=1)
+    (pytester.path / "report.txt").unlink()
+    pytester.makepyfile(test_agent=AGENT.replace('@pytest.mark.agent_tape(stub=("write_report",))', ""))
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*SideEffectRefused*write_report*"])
+    assert not (pytester.path / "report.txt").exists()
+
+
+def test_missing_tape_in_mode_none_and_unused_steps(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_agent=AGENT)
+    missing = pytester.runpytest_subprocess()
+    missing.assert_outcomes(errors=1)
+    missing.stdout.fnmatch_lines(["*no tape to replay*mode='once'*"])
+    pytester.runpytest_subprocess("--agent-record-mode=once").assert_outcomes(passed=1)
+    shorter = AGENT.replace('        write_report(found["state"])\n', "")
+    pytester.makepyfile(test_agent=shorter)
+    unused = pytester.runpytest_subprocess()
+    unused.assert_outcomes(failed=1)
+    unused.stdout.fnmatch_lines(["*TapeUnused: 1 recorded step(s)*", "*write_report#1*"])
+    switched = shorter.replace(
+        'agent_tape(stub=("write_report",))', 'agent_tape(stub=("write_report",), fail_on_unused=False)'
+    )
+    pytester.makepyfile(test_agent=switched)
+    pytester.runpytest_subprocess().assert_outcomes(passed=1)
+
+
+def test_tapes_dir_option_and_marker_path(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_agent=AGENT.replace('agent_tape(stub=', 'agent_tape("shared/orders.jsonl", stub='))
+    pytester.runpytest_subprocess("--agent-record-mode=once", "--agent-tapes-dir=fixtures").assert_outcomes(
+        passed=1
+    )
+    assert (pytester.path / "fixtures" / "test_agent" / "shared" / "orders.jsonl").exists()
+    escape = AGENT.replace('agent_tape(stub=', 'agent_tape("../../outside.jsonl", stub=')
+    pytester.makepyfile(test_agent=escape)
+    result = pytester.runpytest_subprocess("--agent-record-mode=once")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*points outside the tapes folder*"])
+
+
+def test_safe_names() -> None:
+    assert safe_name("test_plain") == "test_plain"
+    weird = safe_name("test_x[a/b-../c d]")
+    assert "/" not in weird and ".." not in weird and weird.startswith("test_x_a_b-__c_d-")
+    assert len(safe_name("test_" + "x" * 500)) <= 130
+
+
+def test_the_options_do_not_clash_with_pytest_recording(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess("--help")
+    result.stdout.fnmatch_lines(["*--agent-record-mode*", "*--agent-tapes-dir*"])
+    assert "--record-mode" not in result.stdout.str().replace("--agent-record-mode", "")
+
