@@ -1,4 +1,4 @@
-"""The ``otel-agent-replay`` command: ``show`` a tape, run the ``demo``.
+"""The ``otel-agent-replay`` command: ``show``, ``demo``; ``diff``, ``stats``, ``check`` (cli_regress).
 
 ``main(argv) -> int`` is the whole command, so it is tested by calling it.
 """
@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.tree import Tree
 
+from . import cli_regress
 from .errors import AgentReplayError
 from .model import Run, Step, Tape
 from .tape import load_tape
@@ -166,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--out", default="demo-out", help="folder for the tape and the report (default: demo-out)")
     demo.set_defaults(handler=_cmd_demo)
+    cli_regress.register(sub)
     return parser
 
 
@@ -173,8 +175,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    out = Console(highlight=False)
-    err = Console(stderr=True, highlight=False)
+    # Into a pipe or a file, lines are not wrapped: what is printed stays greppable.
+    out = Console(highlight=False, soft_wrap=not sys.stdout.isatty())
+    err = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
     try:
         return int(args.handler(args, out, err))
     except AgentReplayError as exc:
