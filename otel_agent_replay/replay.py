@@ -25,7 +25,8 @@ from typing import Any, TypeVar, cast
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
 from . import attributes as A
-from .capture import CapturedResult, usage_tokens
+from .canonical import bind_arguments
+from .capture import CapturedResult, capture_args, usage_tokens
 from .errors import (
     ConfigurationError,
     ReplayDivergence,
@@ -119,6 +120,7 @@ class _Decision:
 
 
 _NO_OVERRIDE = object()
+_RECORDING_RUN = object()
 
 
 class ReplaySession:
@@ -205,7 +207,7 @@ class ReplaySession:
 
     def begin_run(self, agent_name: str, run_id: str) -> tuple[dict[str, Any], list[Link], object]:
         if self.recording:
-            return {}, [], None
+            return {}, [], _RECORDING_RUN  # nothing to bind; end_run still learns the output
         with self._lock:
             recorded = self._queue.pop(0) if self._queue else None
             self._stats["runs_replayed"] += 1
@@ -251,8 +253,14 @@ class ReplaySession:
     def call(self, spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Serve one call of a decorated function (or a double)."""
         if self.recording:
-            self._count_recorded(spec)
-            return call_recorded(spec, fn, args, kwargs)
+            seq = self._count_recorded(spec)
+            try:
+                result = call_recorded(spec, fn, args, kwargs)
+            except BaseException as exc:
+                self._observe_recorded(spec, seq, args, kwargs, None, exc)
+                raise
+            self._observe_recorded(spec, seq, args, kwargs, result, None)
+            return result
         bound, _state, prep, decision = self._prepare_call(spec, args, kwargs)
         step = start_step(spec, prep, _step_links(decision.step)) if self.spans else None
         try:
@@ -278,8 +286,14 @@ class ReplaySession:
     ) -> Any:
         """``call`` for coroutine functions."""
         if self.recording:
-            self._count_recorded(spec)
-            return await call_recorded_async(spec, fn, args, kwargs)
+            seq = self._count_recorded(spec)
+            try:
+                result = await call_recorded_async(spec, fn, args, kwargs)
+            except BaseException as exc:
+                self._observe_recorded(spec, seq, args, kwargs, None, exc)
+                raise
+            self._observe_recorded(spec, seq, args, kwargs, result, None)
+            return result
         bound, _state, prep, decision = self._prepare_call(spec, args, kwargs)
         step = start_step(spec, prep, _step_links(decision.step)) if self.spans else None
         try:
@@ -303,14 +317,27 @@ class ReplaySession:
         return result
 
     def _observe(self, spec: ToolSpec, prep: Prepared, result: object, error: BaseException | None) -> None:
+        self._remember(spec, prep.ids.seq, prep.captured.value, result, error)
+
+    def _observe_recorded(
+        self, spec: ToolSpec, seq: int, args: tuple[Any, ...], kwargs: dict[str, Any], result: object,
+        error: BaseException | None,
+    ) -> None:
+        try:
+            bound = bind_arguments(spec.signature, args, kwargs, spec.leave_out)
+        except TypeError:
+            bound = {}
+        self._remember(spec, seq, capture_args(spec.name, bound, self.capture).value, result, error)
+
+    def _remember(self, spec: ToolSpec, seq: int, args: Any, result: object, error: BaseException | None) -> None:
         inp, out = usage_tokens(result) if spec.kind == A.KIND_LLM and error is None else (None, None)
         call = ObservedCall(
             kind=spec.kind,
             tool=spec.name,
-            args=prep.captured.value,
+            args=args,
             result=result,
             error=type(error).__name__ if error is not None else None,
-            seq=prep.ids.seq,
+            seq=seq,
             input_tokens=inp,
             output_tokens=out,
         )
@@ -339,15 +366,17 @@ class ReplaySession:
             raise
         return bound, state, prep, decision
 
-    def _count_recorded(self, spec: ToolSpec) -> None:
+    def _count_recorded(self, spec: ToolSpec) -> int:
         with self._lock:
             self._stats["steps"] += 1
+            seq = self._stats["steps"]
             if spec.kind == A.KIND_LLM:
                 self._stats["live_model_calls"] += 1
             else:
                 self._stats["live_tool_calls"] += 1
                 if not self._read_only(spec):
                     self._stats["real_side_effects"] += 1
+        return seq
 
     def _read_only(self, spec: ToolSpec) -> bool:
         declared = spec.side_effect or self.options.declare.get(spec.name)

@@ -86,3 +86,15 @@ def test_a_tape_of_several_runs_needs_a_choice(tmp_path: Path) -> None:
         _agent()
     with pytest.raises(ValueError, match="has 2 runs; pick one"):
         RunView(path)
+
+
+def test_view_while_recording_matches_the_view_of_its_replay(tmp_path: Path) -> None:
+    path = tmp_path / "once.jsonl"
+    with replay(path, mode="once") as recording:
+        _agent()
+    with replay(path) as replaying:
+        _agent()
+    first, second = recording.view(), replaying.view()
+    assert recording.stats["mode"] == "record"
+    assert [(c.tool, c.args, c.seq) for c in first.calls] == [(c.tool, c.args, c.seq) for c in second.calls]
+    assert first.tokens_out == second.tokens_out == 8 and first.final_output == second.final_output == "drafted"
