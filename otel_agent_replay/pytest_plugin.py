@@ -24,7 +24,8 @@ from typing import Any
 import pytest
 
 from .errors import ConfigurationError, TapeStale
-from .replay import MODES, ReplaySession, replay
+from .replay import replay
+from .replay_session import MODES, ReplaySession
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _DOTS = re.compile(r"\.{2,}")
