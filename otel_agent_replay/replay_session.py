@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
@@ -149,7 +149,7 @@ class ReplaySession:
         self._bound: list[_ReplayRun] = []
         self._implicit: _ReplayRun | None = None
         self._appender: Appender | None = None
-        self._observed: list[ObservedCall] = []
+        self._observed: list[tuple[ToolSpec, int, Any, object, BaseException | None]] = []
         self._outputs: list[object] = []
         self.closed = False
 
@@ -337,24 +337,29 @@ class ReplaySession:
         self._remember(spec, seq, capture_args(spec.name, bound, self.capture).value, result, error)
 
     def _remember(self, spec: ToolSpec, seq: int, args: Any, result: object, error: BaseException | None) -> None:
-        inp, out = usage_tokens(result) if spec.kind == A.KIND_LLM and error is None else (None, None)
-        call = ObservedCall(
-            kind=spec.kind,
-            tool=spec.name,
-            args=args,
-            result=result,
-            error=type(error).__name__ if error is not None else None,
-            seq=seq,
-            input_tokens=inp,
-            output_tokens=out,
-        )
-        with self._lock:
-            self._observed.append(call)
+        # Kept raw: a view is built only when asked for, so serving a call stays cheap.
+        self._observed.append((spec, seq, args, result, error))  # list.append is atomic
+
+    def _observed_calls(self) -> list[ObservedCall]:
+        calls = []
+        for spec, seq, args, result, error in list(self._observed):
+            inp, out = usage_tokens(result) if spec.kind == A.KIND_LLM and error is None else (None, None)
+            calls.append(ObservedCall(
+                kind=spec.kind,
+                tool=spec.name,
+                args=args,
+                result=result,
+                error=type(error).__name__ if error is not None else None,
+                seq=seq,
+                input_tokens=inp,
+                output_tokens=out,
+            ))
+        return calls
 
     def view(self) -> RunView:
         """The replayed behaviour so far, for assertions (``tools_called``, ``called_with`` …)."""
+        calls = self._observed_calls()
         with self._lock:
-            calls = tuple(self._observed)
             output = self._outputs[-1] if self._outputs else None
         return RunView.of_calls(calls, output, label=f"replay of {self.tape_path}")
 
@@ -398,7 +403,7 @@ class ReplaySession:
         with self._lock:
             self._report.append(Divergence(kind, run_id, tool, position, seq, message))
 
-    def _raise(self, error: ReplayDivergence, run_id: str, tool: str, position: int, seq: int | None) -> None:
+    def _raise(self, error: ReplayDivergence, run_id: str, tool: str, position: int, seq: int | None) -> NoReturn:
         self._diverge(error.kind, run_id, tool, position, seq, str(error))
         with self._lock:
             self._raised.append(error)
@@ -409,42 +414,45 @@ class ReplaySession:
         n = bound.position(name)
         seq = prep.ids.seq
         run_id = bound.recorded_id
-        self._bump("steps")
         if spec.kind == A.KIND_LLM and self.options.models == "live":
+            self._bump("steps")
             return _Decision("live")
         read_only = spec.kind == A.KIND_LLM or self._read_only(spec)
         if not read_only and name not in self.options.stub and self.options.side_effects != "stub":
-            self._bump("refused_side_effects")
+            self._bump("steps", "refused_side_effects")
             declared = spec.side_effect or self.options.declare.get(name)
             self._raise(refused_error(name, declared, run_id), run_id, name, n, seq)
         index = bound.index
         step = index.take(prep.captured.call_key) if index is not None else None
         if step is not None:
-            self._bump("tape_hits")
-            if not read_only:
-                self._bump("stubbed_side_effects")
-            self._check_fresh(spec, step, run_id, n)
+            if step.expires_at or (spec.version is not None and step.tool_version is not None):
+                self._check_fresh(spec, step, run_id, n)
             override = self._override(name, n)
             if override is not _NO_OVERRIDE:
-                self._bump("overrides_applied")
+                self._bump("steps", "tape_hits", "overrides_applied", *(() if read_only else ("stubbed_side_effects",)))
                 return _Decision("tape", step=step, override=override, has_override=True)
+            if read_only:
+                self._bump("steps", "tape_hits")
+            else:
+                self._bump("steps", "tape_hits", "stubbed_side_effects")
             return _Decision("tape", step=step)
         drifted = index.at_position(name, n) if index is not None else None
         if drifted is not None:
-            self._bump("drift_events")
+            self._bump("steps", "drift_events")
             self._raise(drift_error(bound, drifted, spec, prep, n, self.mode), run_id, name, n, seq)
-        self._bump("tape_misses")
         fake = self.options.fallbacks.get(name)
         if fake is not None:
-            self._bump("fallback_calls")
+            self._bump("steps", "tape_misses", "fallback_calls")
             return _Decision("fallback", fake=fake)
+        self._bump("steps", "tape_misses")
         if self.mode == "new_episodes" and read_only and spec.kind == A.KIND_TOOL:
             return _Decision("live", append=True)
         self._raise(miss_error(bound, spec, prep, n, self.mode, self.tape_path), run_id, name, n, seq)
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def _override(self, name: str, n: int) -> Any:
         overrides = self.options.overrides
+        if not overrides:
+            return _NO_OVERRIDE
         if (name, n) in overrides:
             return overrides[(name, n)]
         return overrides.get(name, _NO_OVERRIDE)
