@@ -31,12 +31,12 @@ from .errors import (
 )
 from .model import Run, Step, Tape
 from .redact import Redactor
-from .replay_append import Appender
+from .replay_append import Appender, PendingStep
 from .replay_index import RunIndex, rebuild_exception, recorded_result
 from .replay_messages import drift_error, miss_error, refused_error, unused_error
 from .runtime import Capture, RunState, active_run, current_run
 from .spec import ToolSpec, make_spec, tool_spec
-from .steps import Prepared, call_recorded, call_recorded_async, prepare, start_step
+from .steps import Prepared, StepInFlight, call_recorded, call_recorded_async, prepare, start_step
 from .views import ObservedCall, RunView
 
 MODES = ("none", "once", "new_episodes", "all")
@@ -268,24 +268,16 @@ class ReplaySession:
                 raise
             self._observe_recorded(spec, seq, args, kwargs, result, None)
             return result
-        bound, _state, prep, decision = self._prepare_call(spec, args, kwargs)
-        step = start_step(spec, prep, _step_links(decision.step)) if self.spans else None
+        serving = self._begin_serving(spec, args, kwargs)
         try:
-            if decision.how == "tape":
-                result = self._from_tape(decision)
-            elif decision.how == "fallback":
-                assert decision.fake is not None
-                result = decision.fake(*args, **kwargs)
+            if serving.decision.how == "tape":
+                result = self._from_tape(serving.decision)
             else:
-                result = self._live(spec, fn, args, kwargs, bound, prep, decision)
+                result = (serving.decision.fake or fn)(*args, **kwargs)
         except BaseException as exc:
-            self._observe(spec, prep, None, exc)
-            if step is not None:
-                step.fail(exc)
+            serving.fail(exc)
             raise
-        self._observe(spec, prep, result, None)
-        if step is not None:
-            step.finish(result, _as_recorded(decision))
+        serving.done(result)
         return result
 
     async def call_async(
@@ -301,27 +293,30 @@ class ReplaySession:
                 raise
             self._observe_recorded(spec, seq, args, kwargs, result, None)
             return result
+        serving = self._begin_serving(spec, args, kwargs)
+        try:
+            if serving.decision.how == "tape":
+                result = self._from_tape(serving.decision)
+            else:
+                result = (serving.decision.fake or fn)(*args, **kwargs)
+                if inspect.isawaitable(result):  # the live tool, or an async fake
+                    result = await result
+        except BaseException as exc:
+            serving.fail(exc)
+            raise
+        serving.done(result)
+        return result
+
+    def _begin_serving(self, spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Serving:
         bound, _state, prep, decision = self._prepare_call(spec, args, kwargs)
         step = start_step(spec, prep, _step_links(decision.step)) if self.spans else None
-        try:
-            if decision.how == "tape":
-                result = self._from_tape(decision)
-            elif decision.how == "fallback":
-                assert decision.fake is not None
-                result = decision.fake(*args, **kwargs)
-                if inspect.isawaitable(result):
-                    result = await result
-            else:
-                result = await self._live_async(spec, fn, args, kwargs, bound, prep, decision)
-        except BaseException as exc:
-            self._observe(spec, prep, None, exc)
-            if step is not None:
-                step.fail(exc)
-            raise
-        self._observe(spec, prep, result, None)
-        if step is not None:
-            step.finish(result, _as_recorded(decision))
-        return result
+        pending = None
+        if decision.how == "live":
+            self._bump("live_model_calls" if spec.kind == A.KIND_LLM else "live_tool_calls")
+            appender = self._appender_for(decision, bound)
+            if appender is not None:
+                pending = appender.start(spec, prep, bound.index.run if bound.index else None)
+        return _Serving(self, spec, prep, decision, step, pending)
 
     def _observe(self, spec: ToolSpec, prep: Prepared, result: object, error: BaseException | None) -> None:
         self._remember(spec, prep.ids.seq, prep.captured.value, result, error)
@@ -496,40 +491,6 @@ class ReplaySession:
             raise rebuild_exception(step.error)
         return recorded_result(step, self.tape_path)
 
-    def _live(
-        self, spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-        bound: _ReplayRun, prep: Prepared, decision: _Decision,
-    ) -> Any:
-        self._bump("live_model_calls" if spec.kind == A.KIND_LLM else "live_tool_calls")
-        appender = self._appender_for(decision, bound)
-        pending = appender.start(spec, prep, bound.index.run if bound.index else None) if appender else None
-        try:
-            result = fn(*args, **kwargs)
-        except BaseException as exc:
-            if pending is not None:
-                pending.fail(exc)
-            raise
-        if pending is not None:
-            pending.finish(result)
-        return result
-
-    async def _live_async(
-        self, spec: ToolSpec, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any],
-        bound: _ReplayRun, prep: Prepared, decision: _Decision,
-    ) -> Any:
-        self._bump("live_model_calls" if spec.kind == A.KIND_LLM else "live_tool_calls")
-        appender = self._appender_for(decision, bound)
-        pending = appender.start(spec, prep, bound.index.run if bound.index else None) if appender else None
-        try:
-            result = await fn(*args, **kwargs)
-        except BaseException as exc:
-            if pending is not None:
-                pending.fail(exc)
-            raise
-        if pending is not None:
-            pending.finish(result)
-        return result
-
     def _appender_for(self, decision: _Decision, bound: _ReplayRun) -> Appender | None:
         if not decision.append or self.tape_path is None or bound.index is None:
             return None
@@ -571,6 +532,37 @@ class ReplaySession:
             raise self._raised[0]  # swallowed by the agent: the test must still fail
         if unused and not self.options.allow_unused:
             raise unused_error(unused, self.tape_path)
+
+
+class _Serving:
+    """One replayed call in flight: its replay span and appended step, if any, and how it ends."""
+
+    __slots__ = ("decision", "pending", "prep", "session", "spec", "step")
+
+    def __init__(
+        self, session: ReplaySession, spec: ToolSpec, prep: Prepared, decision: _Decision,
+        step: StepInFlight | None, pending: PendingStep | None,
+    ) -> None:
+        self.session = session
+        self.spec = spec
+        self.prep = prep
+        self.decision = decision
+        self.step = step
+        self.pending = pending
+
+    def fail(self, exc: BaseException) -> None:
+        self.session._observe(self.spec, self.prep, None, exc)
+        if self.pending is not None:
+            self.pending.fail(exc)
+        if self.step is not None:
+            self.step.fail(exc)
+
+    def done(self, result: object) -> None:
+        self.session._observe(self.spec, self.prep, result, None)
+        if self.pending is not None:
+            self.pending.finish(result)
+        if self.step is not None:
+            self.step.finish(result, _as_recorded(self.decision))
 
 
 def _as_recorded(decision: _Decision) -> CapturedResult | None:

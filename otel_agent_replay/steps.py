@@ -33,7 +33,7 @@ from .spec import ToolSpec
 tracer = trace.get_tracer(A.INSTRUMENTATION_NAME, "0.1.0")
 
 
-class _Step:
+class StepInFlight:
     """One step in flight: its span, its context tokens, and how to finish it."""
 
     __slots__ = ("capture", "ids", "run", "span", "spec", "tokens")
@@ -158,7 +158,7 @@ def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]
     return span_name, attrs
 
 
-def start_step(spec: ToolSpec, prep: Prepared, links: Sequence[Link] = ()) -> _Step:
+def start_step(spec: ToolSpec, prep: Prepared, links: Sequence[Link] = ()) -> StepInFlight:
     """Start the step's span as the current span; ``finish`` or ``fail`` ends it."""
     run = prep.run
     span_name, attrs = step_attributes(spec, prep)
@@ -175,10 +175,10 @@ def start_step(spec: ToolSpec, prep: Prepared, links: Sequence[Link] = ()) -> _S
     if not prep.in_context:
         run_token = current_run.set(run)
         undo.append(lambda: current_run.reset(run_token))
-    return _Step(spec, run, prep.ids, span, undo)
+    return StepInFlight(spec, run, prep.ids, span, undo)
 
 
-def _begin(spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Step | None:
+def _begin(spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepInFlight | None:
     """Start a recorded step, or return None when there is no run to record it in."""
     run = active_run()
     if run is None:
