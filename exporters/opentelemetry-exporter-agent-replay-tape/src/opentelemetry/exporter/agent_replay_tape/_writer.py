@@ -29,6 +29,7 @@ class AppendWriter:
         self.lock_timeout = lock_timeout
         self.torn_bytes_removed = 0
         self._fd: int | None = None
+        self._our_end = -1  # the file size right after our last write
         self._lock = threading.Lock()
 
     def _open(self) -> int:
@@ -50,10 +51,13 @@ class AppendWriter:
                 time.sleep(delay)
                 delay = min(delay * 2, 0.05)
 
-    def _cut_torn_tail(self, fd: int) -> None:
+    def _cut_torn_tail(self, fd: int) -> int:
+        """Cut a partial last line, if any; returns the file's size after it."""
         size = os.fstat(fd).st_size
+        if size == self._our_end:
+            return size  # nobody wrote since our last whole line: the tail is ours and complete
         if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-            return
+            return size
         # Find the last newline; everything after it is a partial line from a crash.
         pos = size
         keep = 0
@@ -67,6 +71,7 @@ class AppendWriter:
             pos = start
         os.ftruncate(fd, keep)
         self.torn_bytes_removed += size - keep
+        return keep
 
     def write(self, data: bytes) -> None:
         """Append ``data`` (whole lines) in one locked write; raises ``OSError`` on failure."""
@@ -74,11 +79,12 @@ class AppendWriter:
             fd = self._open()
             self._acquire(fd)
             try:
-                self._cut_torn_tail(fd)
+                end = self._cut_torn_tail(fd) + len(data)
                 view = memoryview(data)
                 while view:
                     written = os.write(fd, view)
                     view = view[written:]
+                self._our_end = end
                 if self.fsync:
                     os.fsync(fd)
             finally:
