@@ -24,8 +24,10 @@ from .errors import (
     TapeUnused,
     TapeWarning,
 )
+from .http_client import EndpointError
 from .instrument import RunHandle, agent_run, model_call, tool
 from .model import Run, Step, StepError, Tape
+from .otlp import OtlpWarning
 from .record import Recording, record
 from .redact import Redactor
 from .replay import Divergence, ReplaySession, replay
@@ -39,6 +41,8 @@ __all__ = [
     "Comparison",
     "ConfigurationError",
     "Divergence",
+    "EndpointError",
+    "OtlpWarning",
     "Policy",
     "RecordedToolError",
     "Recording",

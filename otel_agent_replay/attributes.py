@@ -83,6 +83,26 @@ SIDE_EFFECT_UNDECLARED: Final = "undeclared"
 SIDE_EFFECTS: Final = frozenset({SIDE_EFFECT_READ_ONLY, SIDE_EFFECT_WRITE, SIDE_EFFECT_EXTERNAL})
 
 
+# --- content: what the GenAI convention switch keeps from remote backends ----------
+CONTENT_ATTRIBUTES: Final = frozenset(
+    {
+        GEN_AI_TOOL_CALL_ARGUMENTS,
+        GEN_AI_TOOL_CALL_RESULT,
+        GEN_AI_INPUT_MESSAGES,
+        GEN_AI_OUTPUT_MESSAGES,
+        MODEL_ARGUMENTS,
+        MODEL_RESULT,
+        INPUT,
+        OUTPUT,
+    }
+)
+"""Attributes that carry arguments, results and messages. The tape always has them (redacted);
+OTLP exporters get them only when ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` is on."""
+
+# --- resource attributes (OpenTelemetry semantic conventions) ------------------
+SERVICE_NAME: Final = "service.name"
+
+
 # --- Jaeger JSON tag names -----------------------------------------------------
 # Jaeger has no span status, span kind or scope: the OTLP → Jaeger translation writes them as
 # tags (and an event's name as a log field). These are not span attributes of ours; the loader
@@ -94,18 +114,25 @@ JAEGER_SPAN_KIND: Final = "span.kind"
 JAEGER_EVENT_NAME: Final = "event"
 JAEGER_STATUS_ERROR: Final = "ERROR"
 """The value of the ``otel.status_code`` tag on a span whose status is ERROR."""
+JAEGER_STATUS_OK: Final = "OK"
+JAEGER_SCOPE_NAME: Final = "otel.scope.name"
+JAEGER_SCOPE_VERSION: Final = "otel.scope.version"
+JAEGER_LIBRARY_NAME: Final = "otel.library.name"
+JAEGER_LIBRARY_VERSION: Final = "otel.library.version"
+JAEGER_SPAN_FORMAT: Final = "internal.span.format"
+JAEGER_TRACE_STATE: Final = "w3c.tracestate"
 JAEGER_FIELD_TAGS: Final = frozenset(
     {
         JAEGER_STATUS_CODE,
         JAEGER_STATUS_DESCRIPTION,
         JAEGER_ERROR,
         JAEGER_SPAN_KIND,
-        "otel.scope.name",
-        "otel.scope.version",
-        "otel.library.name",
-        "otel.library.version",
-        "internal.span.format",
-        "w3c.tracestate",
+        JAEGER_SCOPE_NAME,
+        JAEGER_SCOPE_VERSION,
+        JAEGER_LIBRARY_NAME,
+        JAEGER_LIBRARY_VERSION,
+        JAEGER_SPAN_FORMAT,
+        JAEGER_TRACE_STATE,
     }
 )
 """Tags that carry an OTLP span field rather than an attribute: never copied into attributes."""

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.tree import Tree
 
-from . import cli_regress
+from . import cli_otlp, cli_regress
 from .errors import AgentReplayError
 from .model import Run, Step, Tape
 from .tape import load_tape
@@ -168,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="demo-out", help="folder for the tape and the report (default: demo-out)")
     demo.set_defaults(handler=_cmd_demo)
     cli_regress.register(sub)
+    cli_otlp.register(sub)
     return parser
 
 

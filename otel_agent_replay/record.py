@@ -4,8 +4,11 @@ The spans reach the tape through a span processor of our own that writes each sp
 as it ends, in the thread that ends it: nothing waits in a queue that could drop it.
 One such processor (the router) is added once to the application's tracer provider
 and sends each span to the recording its run was started in; the provider is never
-replaced. When the application has no SDK provider, ``record`` sets one up, with an
-OTLP exporter (batched) when the ``OTEL_EXPORTER_OTLP_*`` variables ask for one.
+replaced. When the application has no SDK provider, ``record`` sets one up.
+
+The recording's spans can also go to an OTLP endpoint (``otlp=``, or the
+``OTEL_EXPORTER_OTLP_*`` variables when ``record`` set up the provider): see ``otlp``. That
+side is batched and bounded, and never holds up the tape or the agent.
 """
 
 from __future__ import annotations
@@ -23,24 +26,27 @@ from opentelemetry.context import Context
 from opentelemetry.exporter.agent_replay_tape import ExporterStats, TapeSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from . import attributes as A
 from .errors import ConfigurationError
+from .otlp import OtlpProcessor, OtlpStats, OtlpWarning
+from .otlp_config import OtlpOption, otlp_processor
 from .payload import BlobStore, Limits
 from .redact import DEFAULT_REDACTOR, Redactor
 from .runtime import Capture, current_recording
-
-OTLP_ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 
 
 class Recording:
     """An open recording: where its spans go and how values are captured."""
 
-    def __init__(self, path: Path, exporter: TapeSpanExporter, capture: Capture) -> None:
+    def __init__(
+        self, path: Path, exporter: TapeSpanExporter, capture: Capture, otlp: OtlpProcessor | None = None
+    ) -> None:
         self.path = path
         self.exporter = exporter
         self.capture = capture
+        self.otlp = otlp
+        """The OTLP side of this recording, or None when its spans go to the tape only."""
         self.open = True
 
     @property
@@ -48,8 +54,16 @@ class Recording:
         """The tape exporter's counters (written, pending, dropped, failures)."""
         return self.exporter.stats
 
+    @property
+    def otlp_stats(self) -> OtlpStats | None:
+        """The OTLP counters (queued, exported, failed, unconfirmed, last error), or None without OTLP."""
+        return None if self.otlp is None else self.otlp.stats
+
     def write(self, span: ReadableSpan) -> None:
+        """Append a finished span to the tape, then queue it for OTLP (which never blocks)."""
         self.exporter.export((span,))
+        if self.otlp is not None:
+            self.otlp.on_end(span)
 
 
 class _Router(SpanProcessor):
@@ -86,27 +100,9 @@ class _Router(SpanProcessor):
 
 
 _routers: weakref.WeakKeyDictionary[TracerProvider, _Router] = weakref.WeakKeyDictionary()
+_ours: weakref.WeakSet[TracerProvider] = weakref.WeakSet()
+"""Providers ``record`` set up itself: only for these do the OTLP variables add an OTLP side."""
 _setup_lock = threading.Lock()
-
-
-def otlp_exporter_from_env() -> SpanExporter | None:
-    """An OTLP span exporter configured by the standard variables, or None when none is set."""
-    if not any(os.environ.get(name) for name in OTLP_ENDPOINT_ENVS):
-        return None
-    protocol = (
-        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or ""
-    ).strip() or "http/protobuf"
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as Grpc
-
-        return Grpc()
-    if protocol == "http/protobuf":
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as Http
-
-        return Http()
-    raise ConfigurationError(
-        f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not supported; use 'http/protobuf' or 'grpc'"
-    )
 
 
 def ensure_provider() -> TracerProvider:
@@ -122,13 +118,12 @@ def ensure_provider() -> TracerProvider:
                 "use opentelemetry.sdk.trace.TracerProvider"
             )
         provider = TracerProvider(resource=Resource.create())
-        otlp = otlp_exporter_from_env()
-        if otlp is not None:
-            provider.add_span_processor(BatchSpanProcessor(otlp))
         trace.set_tracer_provider(provider)
         current = trace.get_tracer_provider()
         if not isinstance(current, TracerProvider):  # pragma: no cover - another thread won the race
             raise ConfigurationError("the global tracer provider could not be set up")
+        if current is provider:
+            _ours.add(provider)
         return current
 
 
@@ -149,6 +144,15 @@ class record:
     and ``max_result_bytes`` (size caps), ``store_full_payloads`` (keep shortened values
     whole beside the tape, named by hash), ``fsync`` (fsync on exit and per write).
     On exit the tape is flushed and durable; what could not be written is reported.
+
+    OTLP: ``otlp`` is an endpoint URL (``http://localhost:4318``), True (the
+    ``OTEL_EXPORTER_OTLP_*`` variables, or OpenTelemetry's default endpoint), an OpenTelemetry
+    ``SpanExporter``, or False; None (the default) follows the variables when ``record`` set up
+    the tracer provider. ``otlp_content`` sends arguments, results and messages too (None: the
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` switch); the tape always has them.
+    On exit the OTLP side is flushed for at most ``otlp_flush_timeout`` seconds (at once when
+    the endpoint refuses connections); spans it could not send are counted in
+    ``Recording.otlp_stats`` and reported with an ``OtlpWarning``.
     """
 
     def __init__(
@@ -160,6 +164,9 @@ class record:
         max_result_bytes: int | None = None,
         store_full_payloads: bool = False,
         fsync: bool = False,
+        otlp: OtlpOption = None,
+        otlp_content: bool | None = None,
+        otlp_flush_timeout: float = 5.0,
     ) -> None:
         self.path = Path(path)
         if self.path.is_dir():
@@ -174,13 +181,24 @@ class record:
         blobs = BlobStore(self.path.with_name(self.path.name + ".blobs")) if store_full_payloads else None
         self.capture = Capture(redactor=redactor or DEFAULT_REDACTOR, limits=limits, blobs=blobs)
         self.fsync = fsync
+        if not isinstance(otlp_flush_timeout, (int, float)) or otlp_flush_timeout < 0:
+            raise ConfigurationError(f"record(otlp_flush_timeout={otlp_flush_timeout!r}): give seconds, 0 or more")
+        self.otlp = otlp
+        self.otlp_content = otlp_content
+        self.otlp_flush_timeout = float(otlp_flush_timeout)
         self._stack: list[tuple[Recording, Token[object | None]]] = []
 
     def __enter__(self) -> Recording:
         provider = ensure_provider()
         _router_for(provider)
+        otlp = otlp_processor(
+            self.otlp,
+            provider_is_ours=provider in _ours,
+            capture_content=self.otlp_content,
+            flush_timeout=self.otlp_flush_timeout,
+        )
         exporter = TapeSpanExporter(self.path, fsync=self.fsync)
-        rec = Recording(self.path, exporter, self.capture)
+        rec = Recording(self.path, exporter, self.capture, otlp)
         token = current_recording.set(rec)
         self._stack.append((rec, token))
         return rec
@@ -200,6 +218,8 @@ class record:
                 RuntimeWarning,
                 stacklevel=2,
             )
+        if rec.otlp is not None:
+            _close_otlp(rec, rec.otlp)
 
     async def __aenter__(self) -> Recording:
         return self.__enter__()
@@ -208,3 +228,26 @@ class record:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.__exit__(exc_type, exc, tb)
+
+
+def _close_otlp(rec: Recording, otlp: OtlpProcessor) -> None:
+    """Flush and close the OTLP side (bounded); warn about spans that did not get there."""
+    stats = otlp.close()
+    missing = stats.failed + stats.unconfirmed
+    if not missing:
+        return
+    counts = [f"{stats.failed} failed"] if stats.failed else []
+    if stats.unconfirmed:
+        counts.append(f"{stats.unconfirmed} unanswered after {otlp.flush_timeout:g}s")
+    why = f": {stats.last_error}" if stats.last_error else ""
+    where = otlp.endpoint or "the OTLP exporter"
+    target = otlp.endpoint or "URL"
+    if otlp.endpoint and otlp.protocol == "grpc":
+        target += " --protocol grpc"
+    warnings.warn(
+        f"OTLP export to {where}: {missing} of {stats.queued} span(s) were not confirmed "
+        f"({', '.join(counts)}){why}. The tape {rec.path} has every span; send them later with: "
+        f"otel-agent-replay push {rec.path} --endpoint {target}",
+        OtlpWarning,
+        stacklevel=3,
+    )

@@ -9,6 +9,10 @@ venv="${AGENT_REPLAY_VENV:-$root/.venv}"
 # OpenTelemetry's own OTLP JSON file exporter pins other versions than the OTLP exporters
 # the project needs, so the tests that replay its tapes run it from a venv of its own.
 otlpfile_venv="${AGENT_REPLAY_OTLPFILE_VENV:-$venv-otlpfile}"
+# Arize Phoenix, the real OTLP backend of the end-to-end tests, has dependencies of its own:
+# it lives in its own venv too, and the tests start its `phoenix serve` on loopback ports.
+phoenix_venv="${AGENT_REPLAY_PHOENIX_VENV:-$venv-phoenix}"
+phoenix_spec="arize-phoenix==20.26.1"
 python="${PYTHON:-python3}"
 
 ensure_venv() {
@@ -32,6 +36,28 @@ ensure_test_tools() {
         touch "$otlpfile_venv/.installed"
     fi
     export AGENT_REPLAY_OTLPFILE_PYTHON="$otlpfile_venv/bin/python"
+    if [ ! -x "$phoenix_venv/bin/phoenix" ] || [ "$(cat "$phoenix_venv/.installed" 2>/dev/null)" != "$phoenix_spec" ]; then
+        "$python" -m venv "$phoenix_venv"
+        "$phoenix_venv/bin/python" -m pip install --quiet "$phoenix_spec"
+        echo "$phoenix_spec" > "$phoenix_venv/.installed"
+    fi
+    export AGENT_REPLAY_PHOENIX="$phoenix_venv/bin/phoenix"
+    ensure_docker_compose
+}
+
+# The compose file is checked with `docker-compose config` (Debian's docker-compose package).
+ensure_docker_compose() {
+    if command -v docker-compose >/dev/null 2>&1; then
+        return
+    fi
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-compose >/dev/null
+    else
+        echo "docker-compose is missing: the tests validate docker-compose.yml with it." >&2
+        echo "Install it (Debian/Ubuntu: sudo apt-get install docker-compose), then run this again." >&2
+        exit 1
+    fi
 }
 
 cmd="${1:-}"

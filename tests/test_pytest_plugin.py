@@ -124,3 +124,22 @@ def test_the_options_do_not_clash_with_pytest_recording(pytester: pytest.Pyteste
     result.stdout.fnmatch_lines(["*--agent-record-mode*", "*--agent-tapes-dir*"])
     assert "--record-mode" not in result.stdout.str().replace("--agent-record-mode", "")
 
+
+
+def test_works_under_xdist_with_one_tape_per_test(pytester: pytest.Pytester) -> None:
+    many = AGENT + "".join(
+        f'''
+
+@pytest.mark.agent_tape(stub=("write_report",))
+def test_order_{i}(agent_tape):
+    assert agent("o-{i}")["order"] == "o-{i}"
+'''
+        for i in range(6)
+    )
+    pytester.makepyfile(test_agent=many)
+    pytester.runpytest_subprocess("-n", "2", "--agent-record-mode=once").assert_outcomes(passed=7)
+    tapes = sorted(p.name for p in (pytester.path / "tapes" / "test_agent").iterdir())
+    assert tapes == sorted(["test_order_agent.jsonl", *(f"test_order_{i}.jsonl" for i in range(6))])
+    replayed = pytester.runpytest_subprocess("-n", "2")
+    replayed.assert_outcomes(passed=7)
+    assert sorted(_live_calls(pytester)) == sorted(["lookup o-17", *(f"lookup o-{i}" for i in range(6))])
