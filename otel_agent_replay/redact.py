@@ -90,6 +90,14 @@ def _substitute(pattern: re.Pattern[str], placeholder: str, text: str) -> str:
 # --- the redactor ---------------------------------------------------------------------
 
 
+# may_redact: above this many strings the word scan is cheaper than walking them.
+_MANY_STRINGS: Final = 96
+# A header-pair name longer than this is checked with the word scan instead of as a key.
+_LONG_NAME: Final = 64
+# Objects with these fields may be name/value pairs ({"name": "Authorization", "value": ...}).
+_PAIR_NAME_FIELDS: Final = frozenset({"name", "key", "Name", "Key"})
+
+
 @dataclass(frozen=True)
 class Redactor:
     """Removes secrets from JSON data; call it on a value to get a redacted copy.
@@ -157,19 +165,63 @@ class Redactor:
         return self._scan(text)
 
     def may_redact(self, json_text: str) -> bool:
-        """Cheap check on the JSON text of some data: False only if redacting it would change nothing.
+        """Cheap check on the compact JSON text of some data: False only if redacting it would change nothing.
 
         Lets capture skip the walk over a large clean value. Conservative: with user
-        patterns or processors (which may do anything) it always says True.
+        patterns or processors (which may do anything) it always says True. Keys are found
+        in the text itself (a key is a string followed by ``:``, a header-pair name a string
+        between ``[`` and ``,``) and decided by ``is_secret_key``, as the walk decides them;
+        text with escaped quotes (JSON inside strings), name/value pair objects, or many
+        strings falls back to looking for the secret key words anywhere in it.
         """
         if self.patterns or self.processors:
             return True
         compiled = self._compiled
-        if compiled.key_words:
-            lowered = json_text.lower()
-            if any(word in lowered for word in compiled.key_words):
-                return True
-        return any(guard in json_text and gate.search(json_text) is not None for guard, gate in compiled.prefilters)
+        if any(guard in json_text and gate.search(json_text) is not None for guard, gate in compiled.prefilters):
+            return True
+        if not compiled.key_words:
+            return False
+        found = self._scan_keys(json_text) if json_text.count('"') <= 2 * _MANY_STRINGS else None
+        return self._has_key_word(json_text) if found is None else found
+
+    def _scan_keys(self, text: str) -> bool | None:
+        """Walk the strings of compact JSON text, deciding keys and header-pair names.
+
+        True: one of them is secret; False: none is; None: the text needs the word scan
+        (many strings, escaped quotes — JSON inside a string —, name/value pair objects).
+        """
+        find = text.find
+        cache = self._compiled.key_cache
+        pos = 0
+        for _ in range(_MANY_STRINGS):
+            start = find('"', pos)
+            if start < 0:
+                return False
+            end = find('"', start + 1)
+            if end < 0:
+                return None
+            if text[end - 1] == "\\":
+                return None  # an escaped quote: JSON inside a string, or a quote in a key
+            after = text[end + 1 : end + 2]
+            if after == ":" or (after == "," and text[start - 1 : start] == "["):
+                name = text[start + 1 : end]
+                if after == ":" and name in _PAIR_NAME_FIELDS:
+                    return None
+                if len(name) > _LONG_NAME:
+                    if self._has_key_word(name):
+                        return True
+                else:
+                    secret = cache.get(name)
+                    if secret is None:
+                        secret = self.is_secret_key(name)
+                    if secret:
+                        return True
+            pos = end + 1
+        return None
+
+    def _has_key_word(self, text: str) -> bool:
+        lowered = text.lower()
+        return any(word in lowered for word in self._compiled.key_words)
 
     def is_secret_key(self, key: str) -> bool:
         """Whether ``key`` names a secret (used for dict keys and header names)."""

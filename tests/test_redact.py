@@ -10,6 +10,7 @@ import copy
 import dataclasses
 import enum
 import logging
+import random
 import re
 import timeit
 from pathlib import Path
@@ -690,3 +691,30 @@ def test_the_cheap_text_check_passes_clean_data() -> None:
     assert not DEFAULT_REDACTOR.may_redact(orjson.dumps(clean).decode())
     assert Redactor(processors=(lambda v: v,)).may_redact("{}")  # processors may do anything
     assert Redactor(keys=("customer_ssn",)).may_redact('{"customerSsn":"1"}')
+
+
+def _random_value(rng: random.Random, depth: int = 0) -> object:
+    keys = ["id", "title", "body", "apiKey", "x-api-key", "note", "name", "value", "Key", "tokens", "max_tokens",
+            "session", "password_hint", "url", "headers", "items", "auth", "credit", "author", "monkey"]
+    texts = ["plain text", "Bearer " + "abc123def456ghi789", "see " + AWS_KEY_ID, '{"api_key": "k-1"}',
+             '[["Authorization", "x"]]', "postgres://u:" + "pw12345" + "@h/db", "a token for you", "", "42"]
+    roll = rng.random()
+    if depth > 3 or roll < 0.35:
+        return rng.choice([*texts, 3, 2.5, True, None])
+    if roll < 0.7:
+        return {rng.choice(keys): _random_value(rng, depth + 1) for _ in range(rng.randint(0, 4))}
+    if roll < 0.85:
+        return [rng.choice(["Authorization", "Cookie", "Accept", "X-Trace", "my token"]), rng.choice(texts)]
+    return [_random_value(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_cheap_check_never_skips_random_data_the_walk_would_change(seed: int) -> None:
+    rng = random.Random(seed)
+    changed = 0
+    for _ in range(1500):
+        value = _random_value(rng)
+        if DEFAULT_REDACTOR(value) != value:
+            changed += 1
+            assert DEFAULT_REDACTOR.may_redact(orjson.dumps(value).decode()), value
+    assert changed > 100
