@@ -59,21 +59,32 @@ def _typed_repr(value: object) -> dict[str, str]:
 _DUMP_OPTIONS = orjson.OPT_NON_STR_KEYS
 
 
+_NOT_SIMPLE = object()
+
+
+def _simple(value: object) -> Any:
+    """The rule for values that convert without looking inside them, else ``_NOT_SIMPLE``."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, (uuid.UUID, Decimal)):
+        return str(value)
+    if isinstance(value, PurePath):
+        return value.as_posix()
+    if isinstance(value, _dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, type) or callable(value):
+        return _typed_repr(value)
+    return _NOT_SIMPLE
+
+
 def _default(value: object) -> Any:
     """orjson's hook for the types it does not know: one step of the rule below."""
     try:
         if isinstance(value, (set, frozenset)):
             return sorted(value, key=lambda v: orjson.dumps(v, default=_default, option=_DUMP_OPTIONS))
-        if isinstance(value, (bytes, bytearray, memoryview)):
-            return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
-        if isinstance(value, Decimal):
-            return str(value)
-        if isinstance(value, PurePath):
-            return value.as_posix()
-        if isinstance(value, _dt.timedelta):
-            return value.total_seconds()
-        if isinstance(value, type) or callable(value):
-            return _typed_repr(value)
+        simple = _simple(value)
+        if simple is not _NOT_SIMPLE:
+            return simple
         dump = getattr(value, "model_dump", None)
         if callable(dump):
             return dump(mode="json")
@@ -152,16 +163,9 @@ def _jsonable(value: object, depth: int, seen: set[int]) -> JSONValue:
         return sorted(items, key=lambda v: orjson.dumps(v, option=orjson.OPT_SORT_KEYS))
     if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
         return value.isoformat()
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
-    if isinstance(value, (uuid.UUID, Decimal)):
-        return str(value)
-    if isinstance(value, PurePath):
-        return value.as_posix()
-    if isinstance(value, _dt.timedelta):
-        return value.total_seconds()
-    if isinstance(value, type) or callable(value):
-        return _typed_repr(value)
+    simple = _simple(value)
+    if simple is not _NOT_SIMPLE:
+        return simple
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         seen.add(ident)
         try:
