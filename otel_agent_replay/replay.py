@@ -29,12 +29,12 @@ from .errors import (
 from .model import Run, Tape
 from .record import record
 from .redact import DEFAULT_REDACTOR, Redactor
+from .replay_ledger import Divergence
 from .replay_session import (
     MODEL_POLICIES,
     MODES,
     SIDE_EFFECT_POLICIES,
     STALE_VERSION_POLICIES,
-    Divergence,
     ReplaySession,
     select_runs,
 )

@@ -14,14 +14,13 @@ import threading
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Any, NoReturn, Protocol
+from typing import Any, Protocol
 
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
 from . import attributes as A
 from .canonical import bind_arguments
-from .capture import CapturedResult, capture_args, usage_tokens
+from .capture import CapturedResult, capture_args
 from .errors import (
     ConfigurationError,
     ReplayDivergence,
@@ -33,33 +32,18 @@ from .model import Run, Step, Tape
 from .redact import Redactor
 from .replay_append import Appender, PendingStep
 from .replay_index import RunIndex, rebuild_exception, recorded_result
+from .replay_ledger import Divergence, Ledger
 from .replay_messages import drift_error, miss_error, refused_error, unused_error
 from .runtime import Capture, RunState, active_run, current_run
 from .spec import ToolSpec, make_spec, tool_spec
 from .steps import Prepared, StepInFlight, call_recorded, call_recorded_async, prepare, start_step
-from .views import ObservedCall, RunView
+from .views import RunView
 
 MODES = ("none", "once", "new_episodes", "all")
 SIDE_EFFECT_POLICIES = ("refuse", "stub")
 MODEL_POLICIES = ("tape", "live")
 STALE_VERSION_POLICIES = ("warn", "error")
 
-STAT_KEYS = (
-    "steps",
-    "tape_hits",
-    "tape_misses",
-    "live_tool_calls",
-    "live_model_calls",
-    "real_side_effects",
-    "drift_events",
-    "refused_side_effects",
-    "stubbed_side_effects",
-    "fallback_calls",
-    "overrides_applied",
-    "unused_entries",
-    "stale_steps",
-    "runs_replayed",
-)
 
 
 class ReplayOptions(Protocol):
@@ -78,21 +62,6 @@ class ReplayOptions(Protocol):
     declare: dict[str, str]
     stale_versions: str
     redactor: Redactor
-
-
-@dataclass(frozen=True, slots=True)
-class Divergence:
-    """One way the replayed behaviour differed from the recording."""
-
-    kind: str
-    """``drift``, ``miss``, ``refused``, ``unused``, ``stale``, ``expired`` or ``runs``."""
-    run_id: str
-    """The recorded run's id ("" when there was none to replay)."""
-    tool: str
-    position: int
-    """The tool's nth call in the run (0 when it does not apply)."""
-    seq: int | None
-    message: str
 
 
 class _ReplayRun:
@@ -141,16 +110,12 @@ class ReplaySession:
         self.mode = options.mode
         self.spans = options.spans
         self.capture = Capture(redactor=options.redactor)
-        self._stats = dict.fromkeys(STAT_KEYS, 0)
-        self._report: list[Divergence] = []
-        self._raised: list[ReplayDivergence] = []
+        self.ledger = Ledger()
         self._lock = threading.Lock()
         self._queue: list[Run] = list(select_runs(tape, options)) if tape is not None else []
         self._bound: list[_ReplayRun] = []
         self._implicit: _ReplayRun | None = None
         self._appender: Appender | None = None
-        self._observed: list[tuple[ToolSpec, int, Any, object, BaseException | None]] = []
-        self._outputs: list[object] = []
         self.closed = False
 
     # --- the handle ------------------------------------------------------------------
@@ -158,15 +123,16 @@ class ReplaySession:
     @property
     def stats(self) -> Mapping[str, Any]:
         """Counters of this replay (a read-only snapshot), with its ``mode``."""
-        with self._lock:
-            snapshot: dict[str, Any] = {"mode": "record" if self.recording else self.mode, **self._stats}
-        return MappingProxyType(snapshot)
+        return self.ledger.stats("record" if self.recording else self.mode)
 
     @property
     def report(self) -> tuple[Divergence, ...]:
         """Every divergence so far, in the order it happened."""
-        with self._lock:
-            return tuple(self._report)
+        return self.ledger.report()
+
+    def view(self) -> RunView:
+        """The replayed behaviour so far, for assertions (``tools_called``, ``called_with`` …)."""
+        return self.ledger.view(f"replay of {self.tape_path}")
 
     def double(
         self, fn: Callable[..., Any], *, name: str | None = None, side_effect: str | None = None
@@ -217,13 +183,13 @@ class ReplaySession:
             return {}, [], _RECORDING_RUN  # nothing to bind; end_run still learns the output
         with self._lock:
             recorded = self._queue.pop(0) if self._queue else None
-            self._stats["runs_replayed"] += 1
+        self.ledger.bump("runs_replayed")
         index = RunIndex(recorded, include_models=self.options.models == "tape") if recorded is not None else None
         bound = _ReplayRun(index, None)
         with self._lock:
             self._bound.append(bound)
         if recorded is None:
-            self._diverge(
+            self.ledger.diverge(
                 "runs", "", agent_name, 0, None,
                 f"the agent started run {run_id} ({agent_name}) but the tape has no more runs to replay",
             )
@@ -232,8 +198,7 @@ class ReplaySession:
         return attrs, _links(recorded.trace_id, recorded.span_id), bound
 
     def end_run(self, replay_run: object, error: BaseException | None, output: object) -> None:
-        with self._lock:
-            self._outputs.append(output)
+        self.ledger.add_output(output)
 
     def _binding(self) -> tuple[_ReplayRun, RunState]:
         state = current_run.get() or active_run()
@@ -312,14 +277,14 @@ class ReplaySession:
         step = start_step(spec, prep, _step_links(decision.step)) if self.spans else None
         pending = None
         if decision.how == "live":
-            self._bump("live_model_calls" if spec.kind == A.KIND_LLM else "live_tool_calls")
+            self.ledger.bump("live_model_calls" if spec.kind == A.KIND_LLM else "live_tool_calls")
             appender = self._appender_for(decision, bound)
             if appender is not None:
                 pending = appender.start(spec, prep, bound.index.run if bound.index else None)
         return _Serving(self, spec, prep, decision, step, pending)
 
     def _observe(self, spec: ToolSpec, prep: Prepared, result: object, error: BaseException | None) -> None:
-        self._remember(spec, prep.ids.seq, prep.captured.value, result, error)
+        self.ledger.remember(spec, prep.ids.seq, prep.captured.value, result, error)
 
     def _observe_recorded(
         self, spec: ToolSpec, seq: int, args: tuple[Any, ...], kwargs: dict[str, Any], result: object,
@@ -329,34 +294,7 @@ class ReplaySession:
             bound = bind_arguments(spec.signature, args, kwargs, spec.leave_out)
         except TypeError:
             bound = {}
-        self._remember(spec, seq, capture_args(spec.name, bound, self.capture).value, result, error)
-
-    def _remember(self, spec: ToolSpec, seq: int, args: Any, result: object, error: BaseException | None) -> None:
-        # Kept raw: a view is built only when asked for, so serving a call stays cheap.
-        self._observed.append((spec, seq, args, result, error))  # list.append is atomic
-
-    def _observed_calls(self) -> list[ObservedCall]:
-        calls = []
-        for spec, seq, args, result, error in list(self._observed):
-            inp, out = usage_tokens(result) if spec.kind == A.KIND_LLM and error is None else (None, None)
-            calls.append(ObservedCall(
-                kind=spec.kind,
-                tool=spec.name,
-                args=args,
-                result=result,
-                error=type(error).__name__ if error is not None else None,
-                seq=seq,
-                input_tokens=inp,
-                output_tokens=out,
-            ))
-        return calls
-
-    def view(self) -> RunView:
-        """The replayed behaviour so far, for assertions (``tools_called``, ``called_with`` …)."""
-        calls = self._observed_calls()
-        with self._lock:
-            output = self._outputs[-1] if self._outputs else None
-        return RunView.of_calls(calls, output, label=f"replay of {self.tape_path}")
+        self.ledger.remember(spec, seq, capture_args(spec.name, bound, self.capture).value, result, error)
 
     def _prepare_call(
         self, spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -374,35 +312,11 @@ class ReplaySession:
         return bound, state, prep, decision
 
     def _count_recorded(self, spec: ToolSpec) -> int:
-        with self._lock:
-            self._stats["steps"] += 1
-            seq = self._stats["steps"]
-            if spec.kind == A.KIND_LLM:
-                self._stats["live_model_calls"] += 1
-            else:
-                self._stats["live_tool_calls"] += 1
-                if not self._read_only(spec):
-                    self._stats["real_side_effects"] += 1
-        return seq
+        return self.ledger.count_recorded(spec, self._read_only(spec))
 
     def _read_only(self, spec: ToolSpec) -> bool:
         declared = spec.side_effect or self.options.declare.get(spec.name)
         return declared == A.SIDE_EFFECT_READ_ONLY
-
-    def _bump(self, *names: str) -> None:
-        with self._lock:
-            for name in names:
-                self._stats[name] += 1
-
-    def _diverge(self, kind: str, run_id: str, tool: str, position: int, seq: int | None, message: str) -> None:
-        with self._lock:
-            self._report.append(Divergence(kind, run_id, tool, position, seq, message))
-
-    def _raise(self, error: ReplayDivergence, run_id: str, tool: str, position: int, seq: int | None) -> NoReturn:
-        self._diverge(error.kind, run_id, tool, position, seq, str(error))
-        with self._lock:
-            self._raised.append(error)
-        raise error
 
     def _decide(self, spec: ToolSpec, bound: _ReplayRun, prep: Prepared) -> _Decision:
         name = spec.name
@@ -410,13 +324,13 @@ class ReplaySession:
         seq = prep.ids.seq
         run_id = bound.recorded_id
         if spec.kind == A.KIND_LLM and self.options.models == "live":
-            self._bump("steps")
+            self.ledger.bump("steps")
             return _Decision("live")
         read_only = spec.kind == A.KIND_LLM or self._read_only(spec)
         if not read_only and name not in self.options.stub and self.options.side_effects != "stub":
-            self._bump("steps", "refused_side_effects")
+            self.ledger.bump("steps", "refused_side_effects")
             declared = spec.side_effect or self.options.declare.get(name)
-            self._raise(refused_error(name, declared, run_id), run_id, name, n, seq)
+            self.ledger.fail(refused_error(name, declared, run_id), run_id, name, n, seq)
         index = bound.index
         step = index.take(prep.captured.call_key) if index is not None else None
         if step is not None:
@@ -424,25 +338,26 @@ class ReplaySession:
                 self._check_fresh(spec, step, run_id, n)
             override = self._override(name, n)
             if override is not _NO_OVERRIDE:
-                self._bump("steps", "tape_hits", "overrides_applied", *(() if read_only else ("stubbed_side_effects",)))
+                stub = () if read_only else ("stubbed_side_effects",)
+                self.ledger.bump("steps", "tape_hits", "overrides_applied", *stub)
                 return _Decision("tape", step=step, override=override, has_override=True)
             if read_only:
-                self._bump("steps", "tape_hits")
+                self.ledger.bump("steps", "tape_hits")
             else:
-                self._bump("steps", "tape_hits", "stubbed_side_effects")
+                self.ledger.bump("steps", "tape_hits", "stubbed_side_effects")
             return _Decision("tape", step=step)
         drifted = index.at_position(name, n) if index is not None else None
         if drifted is not None:
-            self._bump("steps", "drift_events")
-            self._raise(drift_error(bound, drifted, spec, prep, n, self.mode), run_id, name, n, seq)
+            self.ledger.bump("steps", "drift_events")
+            self.ledger.fail(drift_error(bound, drifted, spec, prep, n, self.mode), run_id, name, n, seq)
         fake = self.options.fallbacks.get(name)
         if fake is not None:
-            self._bump("steps", "tape_misses", "fallback_calls")
+            self.ledger.bump("steps", "tape_misses", "fallback_calls")
             return _Decision("fallback", fake=fake)
-        self._bump("steps", "tape_misses")
+        self.ledger.bump("steps", "tape_misses")
         if self.mode == "new_episodes" and read_only and spec.kind == A.KIND_TOOL:
             return _Decision("live", append=True)
-        self._raise(miss_error(bound, spec, prep, n, self.mode, self.tape_path), run_id, name, n, seq)
+        self.ledger.fail(miss_error(bound, spec, prep, n, self.mode, self.tape_path), run_id, name, n, seq)
 
     def _override(self, name: str, n: int) -> Any:
         overrides = self.options.overrides
@@ -463,18 +378,18 @@ class ReplaySession:
                     f"{step.tool} (recorded seq {step.seq}) expired at {step.expires_at}; its answer may be out "
                     f"of date: re-record the tape (mode='all')"
                 )
-                self._bump("stale_steps")
-                self._diverge("expired", run_id, step.tool, n, step.seq, message)
+                self.ledger.bump("stale_steps")
+                self.ledger.diverge("expired", run_id, step.tool, n, step.seq, message)
                 warnings.warn(message, TapeWarning, stacklevel=4)
         if spec.version is not None and step.tool_version is not None and spec.version != step.tool_version:
             message = (
                 f"{step.tool} is version {spec.version!r} now but was recorded at version {step.tool_version!r} "
                 f"(recorded seq {step.seq}); re-record the tape (mode='all') to refresh it"
             )
-            self._bump("stale_steps")
+            self.ledger.bump("stale_steps")
             if self.options.stale_versions == "error":
-                self._raise(TapeStale(message), run_id, step.tool, n, step.seq)
-            self._diverge("stale", run_id, step.tool, n, step.seq, message)
+                self.ledger.fail(TapeStale(message), run_id, step.tool, n, step.seq)
+            self.ledger.diverge("stale", run_id, step.tool, n, step.seq, message)
             warnings.warn(message, TapeWarning, stacklevel=4)
 
     def _from_tape(self, decision: _Decision) -> Any:
@@ -516,20 +431,20 @@ class ReplaySession:
             if replay_run.index is not None:
                 unused.extend((replay_run.recorded_id, s) for s in replay_run.index.unused())
         for run in leftover:
-            self._diverge(
+            self.ledger.diverge(
                 "runs", run.run_id, run.agent_name, 0, None,
                 f"recorded run {run.run_id} ({run.agent_name}) was never replayed: the agent started fewer runs",
             )
             index = RunIndex(run, include_models=self.options.models == "tape")
             unused.extend((run.run_id, s) for s in index.steps)
         for run_id, step in unused:
-            self._diverge("unused", run_id, step.tool, 0, step.seq, f"{step.tool} (seq {step.seq}) was never called")
-        with self._lock:
-            self._stats["unused_entries"] = len(unused)
+            message = f"{step.tool} (seq {step.seq}) was never called"
+            self.ledger.diverge("unused", run_id, step.tool, 0, step.seq, message)
+        self.ledger.set_count("unused_entries", len(unused))
         if propagating is not None:
             return
-        if self._raised:
-            raise self._raised[0]  # swallowed by the agent: the test must still fail
+        if self.ledger.raised:
+            raise self.ledger.raised[0]  # swallowed by the agent: the test must still fail
         if unused and not self.options.allow_unused:
             raise unused_error(unused, self.tape_path)
 
