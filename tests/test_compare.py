@@ -152,3 +152,35 @@ def test_recorded_and_replayed_runs_compare_equal(base: Path, tmp_path: Path) ->
     assert result.same, str(result)
     data = compare(base, _tape(tmp_path / "x.jsonl", sku="b")).to_json()
     assert data["same"] is False and data["divergences"][0]["kind"] == "input"
+
+
+def test_parent_and_side_effect_declarations(tmp_path: Path) -> None:
+    @tool(side_effect="write", name="notify")  # declared differently now
+    def notify_v2(sku: str) -> str:
+        return "sent"
+
+    before, after = tmp_path / "before.jsonl", tmp_path / "after.jsonl"
+    with record(before), agent_run("shop"):
+        plan("restock a")
+        lookup("a")
+        notify("a")
+    with record(after), agent_run("shop"):
+        lookup("a")  # now called before the model step: another causal parent
+        plan("restock a")
+        notify_v2("a")
+    result = compare(before, after)
+    (parent,) = result.of_kind("parent")
+    assert parent.step == "lookup#1" and (parent.left, parent.right) == ("plan#1", "")
+    (effect,) = result.of_kind("side_effect")
+    assert effect.step == "notify#1" and (effect.left, effect.right) == ("external", "write")
+
+
+def test_a_different_tool_at_an_aligned_step(base: Path) -> None:
+    import dataclasses
+
+    run = load_tape(base).runs[0]
+    renamed = dataclasses.replace(run, steps=tuple(
+        dataclasses.replace(s, tool="lookup_v2") if s.step_id == "lookup#1" else s for s in run.steps
+    ))
+    (tool_change,) = compare(run, renamed).of_kind("tool")
+    assert tool_change.step == "lookup#1" and (tool_change.left, tool_change.right) == ("lookup", "lookup_v2")
