@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from opentelemetry.trace import Link, SpanContext, TraceFlags
+from opentelemetry.trace import INVALID_SPAN, Link, SpanContext, TraceFlags
 
 from . import attributes as A
 from .canonical import bind_arguments
@@ -209,8 +209,6 @@ class ReplaySession:
             if implicit is None:
                 recorded = self._queue.pop(0) if self._queue else None
                 index = RunIndex(recorded, include_models=self.options.models == "tape") if recorded else None
-                from opentelemetry.trace import INVALID_SPAN
-
                 live = RunState(
                     recorded.run_id if recorded else "", recorded.agent_name if recorded else "",
                     INVALID_SPAN, self.capture, None,
