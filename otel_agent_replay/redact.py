@@ -90,6 +90,8 @@ def _substitute(pattern: re.Pattern[str], placeholder: str, text: str) -> str:
 # --- the redactor ---------------------------------------------------------------------
 
 
+# may_redact: up to this length the word scan is cheaper than walking the strings.
+_SHORT_TEXT: Final = 256
 # may_redact: above this many strings the word scan is cheaper than walking them.
 _MANY_STRINGS: Final = 96
 # A header-pair name longer than this is checked with the word scan instead of as a key.
@@ -181,6 +183,8 @@ class Redactor:
             return True
         if not compiled.key_words:
             return False
+        if len(json_text) <= _SHORT_TEXT:  # small arguments: the word scan is cheaper than the key walk
+            return self._has_key_word(json_text)
         found = self._scan_keys(json_text) if json_text.count('"') <= 2 * _MANY_STRINGS else None
         return self._has_key_word(json_text) if found is None else found
 
