@@ -25,35 +25,29 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
-import io
 import json
 import logging
 import os
-import platform
-import pstats
 import random
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import tracemalloc
 import warnings
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
-from importlib import metadata
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import benchlib
 import orjson
-from opentelemetry import trace
+from benchlib import MB, NS_PER_US, RESULT_ATTRIBUTE, Row, Sample, checked_row, full_quick, time_loop
 from opentelemetry.context import Context
 from opentelemetry.exporter.agent_replay_tape import LineEncoder, TapeSpanExporter
 from opentelemetry.exporter.agent_replay_tape._writer import AppendWriter
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_agent_replay import agent_run, load_tape, record, tool
 from otel_agent_replay.canonical import bind_arguments
@@ -61,133 +55,42 @@ from otel_agent_replay.capture import capture_args, capture_result
 from otel_agent_replay.instrument import tool_spec
 from otel_agent_replay.runtime import DEFAULT_CAPTURE
 
-NS_PER_US = 1_000
-MB = 1_000_000
-RESULT_ATTRIBUTE = "gen_ai.tool.call.result"
 QUERY = "refund policy"
 LIMIT = 5
 
 TARGET_STEP_RATIO = 2.5
 TARGET_LOAD_MBPS = 250.0
 TARGET_LOAD_PEAK = 2.0
+TARGETS = {
+    "recorded_step_ratio_max": TARGET_STEP_RATIO,
+    "burst_spans_dropped": 0,
+    "load_mb_per_s_min": TARGET_LOAD_MBPS,
+    "load_peak_file_multiple_max": TARGET_LOAD_PEAK,
+}
+"""The targets as the JSON output names them."""
 
 
 # --- plan ------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class Plan:
-    """Sizes of one run of the benchmark."""
+class Plan(benchlib.BasePlan):
+    """Sizes of one run of the benchmark, as ``full_quick(full, quick)``, after those of ``benchlib.BasePlan``."""
 
-    mode: str
-    reps: int
-    bare_reps: int
-    bare_n: int
-    attrs_n: int
-    step_n: int
-    warmup_n: int
-    export_n: int
-    export_batches: int
-    burst_steps: int
-    load_bytes: int
-    load_reps: int
-    breakdown_n: int
-    write_n: int
+    step_n: int = full_quick(3_000, 1_000)
+    export_n: int = full_quick(5_000, 2_000)
+    export_batches: int = full_quick(10, 8)
+    burst_steps: int = full_quick(100_000, 10_000)
+    load_bytes: int = full_quick(50 * MB, 5 * MB)
+    load_reps: int = full_quick(5, 3)
+    breakdown_n: int = full_quick(5_000, 2_000)
+    write_n: int = full_quick(5_000, 2_000)
 
 
-FULL = Plan(
-    mode="full",
-    reps=7,
-    bare_reps=15,
-    bare_n=10_000,
-    attrs_n=10_000,
-    step_n=3_000,
-    warmup_n=500,
-    export_n=5_000,
-    export_batches=10,
-    burst_steps=100_000,
-    load_bytes=50 * MB,
-    load_reps=5,
-    breakdown_n=5_000,
-    write_n=5_000,
-)
-QUICK = Plan(
-    mode="quick",
-    reps=5,
-    bare_reps=9,
-    bare_n=4_000,
-    attrs_n=3_000,
-    step_n=1_000,
-    warmup_n=200,
-    export_n=2_000,
-    export_batches=8,
-    burst_steps=10_000,
-    load_bytes=5 * MB,
-    load_reps=3,
-    breakdown_n=2_000,
-    write_n=2_000,
-)
+FULL, QUICK = benchlib.plans(Plan)
 
 
-# --- timing --------------------------------------------------------------------------------
-
-
-@dataclass
-class Sample:
-    """Nanoseconds per operation, one value per repetition."""
-
-    per_op_ns: list[float]
-
-    @property
-    def median_ns(self) -> float:
-        return statistics.median(self.per_op_ns)
-
-    @property
-    def us(self) -> float:
-        return self.median_ns / NS_PER_US
-
-    @property
-    def spread(self) -> str:
-        lo, hi = min(self.per_op_ns) / NS_PER_US, max(self.per_op_ns) / NS_PER_US
-        return f"{lo:.1f}..{hi:.1f}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "median_us": round(self.us, 3),
-            "reps_us": [round(v / NS_PER_US, 3) for v in self.per_op_ns],
-        }
-
-
-def time_loop(loop: Callable[[int], object], n: int, reps: int, warmup: int) -> Sample:
-    """Run ``loop(n)`` ``reps`` times after a warm-up; nanoseconds per operation for each rep.
-
-    The garbage collector stays on, as in normal operation.
-    """
-    if warmup:
-        loop(warmup)
-    out: list[float] = []
-    for _ in range(reps):
-        start = time.perf_counter_ns()
-        loop(n)
-        out.append((time.perf_counter_ns() - start) / n)
-    return Sample(out)
-
-
-# --- the provider, the exporter that discards, the tools -------------------------------------
-
-
-class DiscardExporter(SpanExporter):
-    """Accepts every batch and throws it away; counts what it was given."""
-
-    def __init__(self) -> None:
-        self.received = 0
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        self.received += len(spans)
-        return SpanExportResult.SUCCESS
-
-    def shutdown(self) -> None:
-        return None
+# --- the span keeper, the results, the tools -------------------------------------------------
 
 
 class KeepSpans(SpanProcessor):
@@ -345,199 +248,28 @@ def step_attributes(path: Path) -> tuple[str, dict[str, Any]]:
     raise RuntimeError(f"{path}: no step line")
 
 
-def filesystem_of(path: Path) -> str:
-    """``type on device`` of the mount holding ``path`` (from /proc/mounts), or '?'."""
-    try:
-        mounts = Path("/proc/mounts").read_text().splitlines()
-    except OSError:
-        return "?"
-    best = ("", "?", "?")
-    target = str(path.resolve())
-    for entry in mounts:
-        parts = entry.split()
-        if len(parts) < 3:
-            continue
-        device, point, kind = parts[0], parts[1].replace("\\040", " "), parts[2]
-        inside = target == point or target.startswith(point.rstrip("/") + "/")
-        if inside and len(point) >= len(best[0]):
-            best = (point, kind, device)
-    return f"{best[1]} on {best[2]}"
-
-
-@contextmanager
-def folder(base: str | None, prefix: str) -> Iterator[Path]:
-    """A fresh folder (under ``base``, or the default temporary location), removed afterwards."""
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
-    try:
-        yield path
-    finally:
-        for child in path.iterdir():
-            child.unlink()
-        path.rmdir()
-
-
 # --- report ----------------------------------------------------------------------------------
 
 
-@dataclass
-class Row:
-    section: str
-    name: str
-    value: float | int | str
-    unit: str
-    ratio: float | None = None
-    target: str = ""
-    verdict: str = ""
-    spread: str = ""
-
-
-@dataclass
-class Report:
-    plan: Plan
-    machine: dict[str, Any]
-    rows: list[Row] = field(default_factory=list)
-    data: dict[str, Any] = field(default_factory=dict)
-
-    def add(self, row: Row) -> None:
-        self.rows.append(row)
-        print(f"  {row.name.strip()}: {fmt_value(row.value)} {row.unit}", file=sys.stderr, flush=True)
-
-
-def fmt_value(value: float | int | str) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int):
-        return f"{value:,}"
-    if abs(value) >= 1000:
-        return f"{value:,.0f}"
-    if abs(value) >= 100:
-        return f"{value:.0f}"
-    if abs(value) >= 10:
-        return f"{value:.1f}"
-    return f"{value:.2f}"
-
-
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
-def render(report: Report) -> str:
-    m = report.machine
-    out = io.StringIO()
-    plan = report.plan
-    out.write(
-        f"otel-agent-replay recording benchmark ({plan.mode} run; median of {plan.reps} reps, "
-        f"{plan.bare_reps} for the bare span)\n"
-    )
-    out.write(
-        f"date {m['date']}  python {m['python']}  cpus {m['cpu_count']}  "
-        f"opentelemetry-sdk {m['opentelemetry_sdk']}  orjson {m['orjson']}\n"
-    )
-    out.write(f"platform {m['platform']}  cpu {m['cpu_model']}\n")
-    out.write(f"tape folder {m['tape_dir']} ({m['tape_fs']}); tmpfs {m['tmpfs_dir'] or 'none'}\n")
-    out.write(f"load average at start {m['loadavg_start']}, at end {m.get('loadavg_end', '?')}\n")
-    header = ("", "value", "unit", "x bare", "target", "result", "spread (min..max)")
-    widths = (62, 10, 8, 7, 8, 7, 18)
-
-    def line(cells: Sequence[str]) -> str:
-        first = cells[0].ljust(widths[0])
-        rest = [cells[1].rjust(widths[1]), cells[2].ljust(widths[2])]
-        rest += [cells[3].rjust(widths[3]), cells[4].rjust(widths[4]), cells[5].rjust(widths[5])]
-        rest.append(cells[6])
-        return (first + " " + " ".join(rest)).rstrip() + "\n"
-
-    section = None
-    for row in report.rows:
-        if row.section != section:
-            section = row.section
-            out.write("\n" + section + "\n")
-            out.write(line(header))
-        ratio = f"{row.ratio:.2f}" if row.ratio is not None else ""
-        out.write(
-            line(
-                (
-                    "  " + row.name,
-                    fmt_value(row.value),
-                    row.unit,
-                    ratio,
-                    row.target,
-                    row.verdict,
-                    row.spread,
-                )
-            )
-        )
-    misses = [r for r in report.rows if r.verdict == "MISS"]
-    failed = [r for r in report.rows if r.verdict == "ERROR"]
-    passed = [r for r in report.rows if r.verdict == "PASS"]
-    out.write(f"\ntargets: {len(passed)} PASS, {len(misses)} MISS, {len(failed)} ERROR\n")
-    drift = report.data.get("per_call", {}).get("bare_drift_percent")
-    if isinstance(drift, float) and abs(drift) > 15:
-        out.write(
-            f"warning: the bare span drifted {drift:+.0f}% between before and after; other processes were "
-            "probably competing for the CPU (see the load average): rerun on a quiet machine\n"
-        )
-    return out.getvalue()
-
-
-def machine_info(tape_dir: Path, tmpfs_dir: str | None) -> dict[str, Any]:
-    cpu_model = "?"
-    try:
-        for entry in Path("/proc/cpuinfo").read_text().splitlines():
-            if entry.startswith("model name"):
-                cpu_model = entry.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "cpu_count": os.cpu_count(),
-        "cpu_model": cpu_model,
-        "platform": platform.platform(),
-        "opentelemetry_sdk": metadata.version("opentelemetry-sdk"),
-        "opentelemetry_api": metadata.version("opentelemetry-api"),
-        "orjson": metadata.version("orjson"),
-        "otel_agent_replay": metadata.version("otel-agent-replay"),
-        "tape_dir": str(tape_dir),
-        "tape_fs": filesystem_of(tape_dir),
-        "tmpfs_dir": tmpfs_dir,
-        "loadavg_start": loadavg(),
-    }
-
-
-def loadavg() -> str:
-    """The 1/5/15-minute load averages: other processes competing for the CPUs make numbers noisy."""
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "?"
+def render(report: benchlib.Report[Plan]) -> str:
+    return benchlib.render_report(report, "recording", folder_note=f"; tmpfs {report.machine['tmpfs_dir'] or 'none'}")
 
 
 # --- the measurements ------------------------------------------------------------------------
 
 
-class Bench:
-    """Holds the providers, the folders and the report while the sections run."""
+class Bench(benchlib.BenchBase[Plan]):
+    """Holds the providers, the folders and the report while the sections run.
+
+    record() adds its router to the application's provider; the reference provider, for the bare
+    span, never has it.
+    """
 
     def __init__(self, plan: Plan, work: Path, shm: Path | None) -> None:
-        self.plan = plan
+        super().__init__(plan, benchlib.machine_info(work, more={"tmpfs_dir": str(shm) if shm else None}))
         self.work = work
         self.shm = shm
-        # The application's provider: a BatchSpanProcessor to a discarding exporter (an OTLP
-        # exporter stand-in). record() adds its router to this provider.
-        self.app_exporter = DiscardExporter()
-        self.app_provider = TracerProvider()
-        self.app_provider.add_span_processor(BatchSpanProcessor(self.app_exporter))
-        trace.set_tracer_provider(self.app_provider)
-        # The reference: a provider whose only processor is the same BatchSpanProcessor set-up,
-        # without our router, so the bare span pays nothing of ours.
-        self.bare_provider = TracerProvider()
-        self.bare_provider.add_span_processor(BatchSpanProcessor(DiscardExporter()))
-        self.bare_tracer = self.bare_provider.get_tracer("bench.bare")
         self.keep = KeepSpans()
-        self.report = Report(plan, machine_info(work, str(shm) if shm else None))
-        self.bare_ref_ns = 0.0
         self.step_us: dict[str, float] = {}
         self.span_names: dict[str, str] = {}
         self.span_attrs: dict[str, dict[str, Any]] = {}
@@ -585,31 +317,11 @@ class Bench:
             },
         }
 
-    def bare(self) -> Sample:
-        start = self.bare_tracer.start_as_current_span
-
-        def loop(n: int) -> None:
-            for _ in range(n):
-                with start("x"):
-                    pass
-
-        p = self.plan
-        return time_loop(loop, p.bare_n, p.bare_reps, p.warmup_n * 4)
-
     def attrs_span(self, shape: str) -> Sample:
         """A span with a step's attributes set directly: the SDK's own share of a step."""
-        name = self.span_names[shape]
         attrs = dict(self.span_attrs[shape])
         result = attrs.pop(RESULT_ATTRIBUTE)
-        start = self.bare_tracer.start_as_current_span
-
-        def loop(n: int) -> None:
-            for _ in range(n):
-                with start(name, attributes=attrs) as span:
-                    span.set_attribute(RESULT_ATTRIBUTE, result)
-
-        p = self.plan
-        return time_loop(loop, p.attrs_n, p.reps, p.warmup_n)
+        return self.sdk_span(self.span_names[shape], attrs, result)
 
     def recorded_step(self, fn: Callable[..., object], where: Path, name: str) -> tuple[Sample, TapeScan, int]:
         path = self._tape(where, name)
@@ -650,24 +362,10 @@ class Bench:
         steps["document_walk/disk"] = self.recorded_step(search_document_walk, self.work, "steps-walk")
         no_tape = self.unrecorded_step(search_document)
         after = self.bare()
-        ref = (before.median_ns + after.median_ns) / 2
-        self.bare_ref_ns = ref
+        bare = self.bare_reference(sec, before, after)
         rep = self.report
-        drift = (after.median_ns - before.median_ns) / before.median_ns * 100
-        rep.add(Row(sec, "bare span, before", before.us, "µs", before.median_ns / ref, spread=before.spread))
-        rep.add(Row(sec, "bare span, after", after.us, "µs", after.median_ns / ref, spread=after.spread))
-        rep.add(Row(sec, f"bare span, mean = reference (drift {drift:+.1f}%)", ref / NS_PER_US, "µs", 1.0))
         for shape, sample in attrs.items():
-            rep.add(
-                Row(
-                    sec,
-                    f"SDK span with a {shape} step's attributes, no capture",
-                    sample.us,
-                    "µs",
-                    sample.median_ns / ref,
-                    spread=sample.spread,
-                )
-            )
+            rep.add(self.timed_row(sec, f"SDK span with a {shape} step's attributes, no capture", sample))
         kb = {s: self.report.data["shapes"][s]["result_json_bytes"] / 1024 for s in ("document", "records")}
         labels = {
             "document": f"document ({kb['document']:.1f} KB result)",
@@ -677,22 +375,12 @@ class Bench:
         data_steps: dict[str, Any] = {}
         for key, (sample, scan, dropped) in steps.items():
             shape, place = key.split("/")
-            ratio = sample.median_ns / ref
+            ratio = self.x_bare(sample.median_ns)
             name = f"recorded step, {labels[shape]}, {place}"
             if place == "disk" and shape != "document_walk":
-                row = Row(
-                    sec,
-                    name,
-                    sample.us,
-                    "µs",
-                    ratio,
-                    f"≤ {TARGET_STEP_RATIO}x",
-                    verdict(ratio <= TARGET_STEP_RATIO),
-                    sample.spread,
-                )
+                rep.add(self.timed_row(sec, name, sample, f"≤ {TARGET_STEP_RATIO}x", ratio <= TARGET_STEP_RATIO))
             else:
-                row = Row(sec, name, sample.us, "µs", ratio, spread=sample.spread)
-            rep.add(row)
+                rep.add(self.timed_row(sec, name, sample))
             self.step_us[key] = sample.us
             data_steps[key] = {
                 **sample.to_json(),
@@ -703,24 +391,15 @@ class Bench:
                 "spans_dropped": dropped,
             }
         self.no_tape_us = no_tape.us
-        rep.add(
-            Row(
-                sec,
-                "same document step in agent_run without record() (no tape)",
-                no_tape.us,
-                "µs",
-                no_tape.median_ns / ref,
-                spread=no_tape.spread,
-            )
-        )
+        rep.add(self.timed_row(sec, "same document step in agent_run without record() (no tape)", no_tape))
         self.report.data["per_call"] = {
-            "step_without_record_document": {**no_tape.to_json(), "ratio_to_bare": round(no_tape.median_ns / ref, 3)},
-            "bare_before": before.to_json(),
-            "bare_after": after.to_json(),
-            "bare_reference_us": round(ref / NS_PER_US, 3),
-            "bare_drift_percent": round(drift, 2),
+            "step_without_record_document": {
+                **no_tape.to_json(),
+                "ratio_to_bare": round(self.x_bare(no_tape.median_ns), 3),
+            },
+            **bare,
             "sdk_span_with_step_attributes": {
-                s: {**a.to_json(), "ratio_to_bare": round(a.median_ns / ref, 3)} for s, a in attrs.items()
+                s: {**a.to_json(), "ratio_to_bare": round(self.x_bare(a.median_ns), 3)} for s, a in attrs.items()
             },
             "recorded_step": data_steps,
         }
@@ -750,29 +429,13 @@ class Bench:
         path.unlink()
         lines_ok = scan.step_lines == n and scan.run_lines == 1 and scan.other_lines == 0 and scan.ends_with_newline
         rep = self.report
-        rep.add(
-            Row(
-                sec,
-                "lines on the tape (steps + runs)",
-                f"{scan.step_lines:,}+{scan.run_lines}",
-                "lines",
-                target=f"{n // 1000}k+1",
-                verdict=verdict(lines_ok),
-            )
-        )
-        rep.add(
-            Row(
-                sec,
-                "rec.stats.spans_dropped",
-                stats.spans_dropped,
-                "spans",
-                target="0",
-                verdict=verdict(stats.spans_dropped == 0),
-            )
-        )
+        lines = f"{scan.step_lines:,}+{scan.run_lines}"
+        rep.add(checked_row(sec, "lines on the tape (steps + runs)", lines, "lines", f"{n // 1000}k+1", lines_ok))
+        dropped = stats.spans_dropped
+        rep.add(checked_row(sec, "rec.stats.spans_dropped", dropped, "spans", "0", dropped == 0))
         step_ns = (loop_end - start) / n
         rep.add(Row(sec, "steps per second (1 thread, incl. tape write)", n / ((loop_end - start) / 1e9), "steps/s"))
-        rep.add(Row(sec, "time per step in the burst", step_ns / NS_PER_US, "µs", step_ns / self.bare_ref_ns))
+        rep.add(Row(sec, "time per step in the burst", step_ns / NS_PER_US, "µs", self.x_bare(step_ns)))
         rep.add(Row(sec, "record() exit (flush + fsync of the tape)", (end - loop_end) / 1e6, "ms"))
         rep.add(Row(sec, "tape size", scan.bytes / MB, "MB"))
         rep.add(
@@ -910,31 +573,16 @@ class Bench:
             path.unlink()
             t = statistics.median(times)
             mbps = size / MB / t
-            rep.add(
-                Row(
-                    sec,
-                    f"{name}: MB/s",
-                    mbps,
-                    "MB/s",
-                    target=f"≥ {TARGET_LOAD_MBPS:.0f}",
-                    verdict=verdict(mbps >= TARGET_LOAD_MBPS),
-                    spread=f"{size / MB / max(times):.0f}..{size / MB / min(times):.0f}",
-                )
-            )
+            spread = f"{size / MB / max(times):.0f}..{size / MB / min(times):.0f}"
+            target = f"≥ {TARGET_LOAD_MBPS:.0f}"
+            rep.add(checked_row(sec, f"{name}: MB/s", mbps, "MB/s", target, mbps >= TARGET_LOAD_MBPS, spread))
             rep.add(Row(sec, "    spans per second", loaded / t, "spans/s"))
             peak = memory.get("tracemalloc_peak_bytes")
             if isinstance(peak, int):
                 ratio = peak / size
-                rep.add(
-                    Row(
-                        sec,
-                        "    peak memory (tracemalloc) / file size",
-                        ratio,
-                        "x file",
-                        target=f"≤ {TARGET_LOAD_PEAK:.0f}x",
-                        verdict=verdict(ratio <= TARGET_LOAD_PEAK),
-                    )
-                )
+                target = f"≤ {TARGET_LOAD_PEAK:.0f}x"
+                ok = ratio <= TARGET_LOAD_PEAK
+                rep.add(checked_row(sec, "    peak memory (tracemalloc) / file size", ratio, "x file", target, ok))
             rss = memory.get("rss_peak_delta_bytes")
             if isinstance(rss, int):
                 rep.add(Row(sec, "    peak RSS growth during the load / file size", rss / size, "x file"))
@@ -1028,7 +676,7 @@ class Bench:
             path.unlink()
         parts += list(writes.items())
         for name, sample in parts:
-            rep.add(Row(sec, name, sample.us, "µs", sample.median_ns / self.bare_ref_ns, spread=sample.spread))
+            rep.add(self.timed_row(sec, name, sample))
         sdk = self.report.data["per_call"]["sdk_span_with_step_attributes"]["document"]["median_us"]
         disk_writer = writes["AppendWriter.write (flock, tail check, write), disk"].us
         step = self.step_us["document/disk"]
@@ -1047,7 +695,7 @@ class Bench:
             ("= recorded step, document, disk (section 1)", step),
         ]
         for name, us in derived:
-            rep.add(Row(sec, name, us, "µs", us * NS_PER_US / self.bare_ref_ns))
+            rep.add(self.us_row(sec, name, us))
         self.report.data["breakdown_us"] = {
             **{name: round(s.us, 3) for name, s in parts},
             "sdk_span_with_step_attributes": sdk,
@@ -1071,11 +719,7 @@ def profile_step(shm: Path | None, work: Path, steps: int = 5_000) -> str:
             search_document(query=QUERY, limit=LIMIT)
         profiler.disable()
     path.unlink()
-    out = io.StringIO()
-    stats = pstats.Stats(profiler, stream=out)
-    stats.sort_stats("tottime").print_stats(20)
-    stats.sort_stats("cumulative").print_stats(25)
-    return out.getvalue()
+    return benchlib.profile_text(profiler, "cProfile of recorded document steps (tape on tmpfs when there is one)")
 
 
 def _proc_status_kib(field_name: str) -> int | None:
@@ -1125,10 +769,9 @@ def load_memory_child(path: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="smaller sizes (10k burst, 5 MB tapes)")
-    parser.add_argument("--json", metavar="OUT", help="also write the numbers as JSON to OUT")
-    parser.add_argument("--profile", action="store_true", help="also print a cProfile of recorded steps")
+    parser = benchlib.arg_parser(
+        __doc__, "smaller sizes (10k burst, 5 MB tapes)", "also print a cProfile of recorded steps"
+    )
     parser.add_argument("--load-memory", metavar="PATH", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.load_memory:
@@ -1141,8 +784,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     shm_base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
     started = time.perf_counter()
     with ExitStack() as stack:
-        work = stack.enter_context(folder(None, "bench-record-"))
-        shm = stack.enter_context(folder(shm_base, "bench-record-")) if shm_base else None
+        work = stack.enter_context(benchlib.folder(None, "bench-record-"))
+        shm = stack.enter_context(benchlib.folder(shm_base, "bench-record-")) if shm_base else None
         bench = Bench(plan, work, shm)
         print(f"benchmark ({plan.mode}) in {work}" + (f" and {shm}" if shm else ""), file=sys.stderr)
         bench.setup()
@@ -1153,28 +796,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         bench.load()
         bench.breakdown(spans)
         profile = profile_step(shm, work) if args.profile else ""
-    elapsed = time.perf_counter() - started
-    report = bench.report
-    report.machine["loadavg_end"] = loadavg()
-    report.data["seconds_total"] = round(elapsed, 1)
-    text = render(report)
-    print(text + f"total time {elapsed:.0f} s")
-    if profile:
-        print("\ncProfile of recorded document steps (tape on tmpfs when there is one):\n" + profile)
-    if args.json:
-        out = {
-            "machine": report.machine,
-            "plan": asdict(plan),
-            "targets": {
-                "recorded_step_ratio_max": TARGET_STEP_RATIO,
-                "burst_spans_dropped": 0,
-                "load_mb_per_s_min": TARGET_LOAD_MBPS,
-                "load_peak_file_multiple_max": TARGET_LOAD_PEAK,
-            },
-            "results": report.data,
-            "rows": [asdict(r) for r in report.rows],
-        }
-        Path(args.json).write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    benchlib.conclude(bench.report, render, time.perf_counter() - started, args.json, TARGETS, profile)
     return 0
 
 

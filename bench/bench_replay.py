@@ -30,12 +30,9 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
-import io
 import json
 import logging
 import os
-import platform
-import pstats
 import random
 import subprocess
 import sys
@@ -43,34 +40,18 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import benchlib
 import orjson
-from bench_record import (
-    DOCUMENT,
-    LIMIT,
-    QUERY,
-    RECORDS,
-    RESULT_ATTRIBUTE,
-    DiscardExporter,
-    Sample,
-    filesystem_of,
-    fmt_value,
-    folder,
-    loadavg,
-    search_document,
-    search_records,
-    time_loop,
-    verdict,
-)
+from bench_record import DOCUMENT, LIMIT, QUERY, RECORDS, search_document, search_records
+from benchlib import MB, NS_PER_US, Row, Sample, checked_row, full_quick, time_loop
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
 from otel_agent_replay import Tape, agent_run, load_tape, record, replay
@@ -82,15 +63,21 @@ from otel_agent_replay.replay_index import RunIndex, recorded_result
 from otel_agent_replay.runtime import DEFAULT_CAPTURE, RunState, current_run
 from otel_agent_replay.steps import prepare, start_step, step_attributes
 
-NS_PER_US = 1_000
 NS_PER_MS = 1_000_000
-MB = 1_000_000
 
 TARGET_HIT_SPANS = 1.5
 TARGET_HIT_NO_SPANS = 1.0
 TARGET_SCALE = 1.2
 TARGET_VCR_SPANS = 15.0
 TARGET_VCR_NO_SPANS = 25.0
+TARGETS = {
+    "hit_spans_on_ratio_max": TARGET_HIT_SPANS,
+    "hit_spans_off_ratio_max": TARGET_HIT_NO_SPANS,
+    "tape_size_ratio_max": TARGET_SCALE,
+    "faster_than_vcrpy_spans_on_min": TARGET_VCR_SPANS,
+    "faster_than_vcrpy_spans_off_min": TARGET_VCR_NO_SPANS,
+}
+"""The targets as the JSON output names them."""
 
 SCALE_QUERY = "refund policy {:06d}"
 """The query of the nth step of the tape-size tapes: small, and distinct per step."""
@@ -101,66 +88,25 @@ BSP_LOGGER = "opentelemetry.sdk._shared_internal"
 
 
 @dataclass(frozen=True)
-class Plan:
-    """Sizes of one run of the benchmark."""
+class Plan(benchlib.BasePlan):
+    """Sizes of one run of the benchmark, as ``full_quick(full, quick)``, after those of ``benchlib.BasePlan``."""
 
-    mode: str
-    reps: int
-    bare_reps: int
-    bare_n: int
-    attrs_n: int
-    hit_n: int
+    hit_n: int = full_quick(1_000, 1_000)
     """Calls per replay session in section 1; also the identical steps on each per-call tape."""
-    hit_sessions: int
+    hit_sessions: int = full_quick(3, 1)
     """Replay sessions per repetition in section 1."""
-    warmup_n: int
-    scale_sizes: tuple[int, int]
-    scale_n: int
+    scale_sizes: tuple[int, int] = full_quick((1_000, 100_000), (1_000, 10_000))
+    scale_n: int = full_quick(1_000, 500)
     """Calls per replay session in section 3, spread over the tape."""
-    scale_reps: int
-    load_reps: int
-    vcr_n: int
-    vcr_reps: int
-    vcr_per_use_n: int
-    breakdown_n: int
+    scale_reps: int = full_quick(9, 5)
+    load_reps: int = full_quick(5, 3)
+    vcr_n: int = full_quick(500, 200)
+    vcr_reps: int = full_quick(7, 5)
+    vcr_per_use_n: int = full_quick(100, 30)
+    breakdown_n: int = full_quick(5_000, 2_000)
 
 
-FULL = Plan(
-    mode="full",
-    reps=7,
-    bare_reps=15,
-    bare_n=10_000,
-    attrs_n=10_000,
-    hit_n=1_000,
-    hit_sessions=3,
-    warmup_n=500,
-    scale_sizes=(1_000, 100_000),
-    scale_n=1_000,
-    scale_reps=9,
-    load_reps=5,
-    vcr_n=500,
-    vcr_reps=7,
-    vcr_per_use_n=100,
-    breakdown_n=5_000,
-)
-QUICK = Plan(
-    mode="quick",
-    reps=5,
-    bare_reps=9,
-    bare_n=4_000,
-    attrs_n=3_000,
-    hit_n=1_000,
-    hit_sessions=1,
-    warmup_n=200,
-    scale_sizes=(1_000, 10_000),
-    scale_n=500,
-    scale_reps=5,
-    load_reps=3,
-    vcr_n=200,
-    vcr_reps=5,
-    vcr_per_use_n=30,
-    breakdown_n=2_000,
-)
+FULL, QUICK = benchlib.plans(Plan)
 
 
 def size_label(n: int) -> str:
@@ -349,77 +295,18 @@ class DropCounter(logging.Handler):
 # --- report ----------------------------------------------------------------------------------
 
 
-@dataclass
-class Row:
-    section: str
-    name: str
-    value: float | int | str
-    unit: str
-    ratio: float | None = None
-    target: str = ""
-    verdict: str = ""
-    spread: str = ""
-
-
-@dataclass
-class Report:
-    plan: Plan
-    machine: dict[str, Any]
-    rows: list[Row] = field(default_factory=list)
-    data: dict[str, Any] = field(default_factory=dict)
-
-    def add(self, row: Row) -> None:
-        self.rows.append(row)
-        print(f"  {row.name.strip()}: {fmt_value(row.value)} {row.unit}", file=sys.stderr, flush=True)
-
-
-def render(report: Report) -> str:
+def render(report: benchlib.Report[Plan]) -> str:
     m = report.machine
-    plan = report.plan
-    out = io.StringIO()
-    out.write(
-        f"otel-agent-replay replay benchmark ({plan.mode} run; median of {plan.reps} reps, "
-        f"{plan.bare_reps} for the bare span, {plan.scale_reps} for the tape-size rows)\n"
+    return benchlib.render_report(
+        report,
+        "replay",
+        reps_more=f", {report.plan.scale_reps} for the tape-size rows",
+        software_line=(
+            f"vcrpy {m['vcrpy']}  requests {m['requests']}  urllib3 {m['urllib3']}  PyYAML {m['pyyaml']} "
+            f"(cassette serializer: {m['cassette_serializer']})"
+        ),
+        verdicts=("PASS", "MISS"),
     )
-    out.write(
-        f"date {m['date']}  python {m['python']}  cpus {m['cpu_count']}  "
-        f"opentelemetry-sdk {m['opentelemetry_sdk']}  orjson {m['orjson']}\n"
-    )
-    out.write(
-        f"vcrpy {m['vcrpy']}  requests {m['requests']}  urllib3 {m['urllib3']}  PyYAML {m['pyyaml']} "
-        f"(cassette serializer: {m['cassette_serializer']})\n"
-    )
-    out.write(f"platform {m['platform']}  cpu {m['cpu_model']}\n")
-    out.write(f"tape folder {m['tape_dir']} ({m['tape_fs']})\n")
-    out.write(f"load average at start {m['loadavg_start']}, at end {m.get('loadavg_end', '?')}\n")
-    header = ("", "value", "unit", "x bare", "target", "result", "spread (min..max)")
-    widths = (62, 10, 8, 7, 8, 7, 18)
-
-    def line(cells: Sequence[str]) -> str:
-        first = cells[0].ljust(widths[0])
-        rest = [cells[1].rjust(widths[1]), cells[2].ljust(widths[2])]
-        rest += [cells[3].rjust(widths[3]), cells[4].rjust(widths[4]), cells[5].rjust(widths[5])]
-        rest.append(cells[6])
-        return (first + " " + " ".join(rest)).rstrip() + "\n"
-
-    section = None
-    for row in report.rows:
-        if row.section != section:
-            section = row.section
-            out.write("\n" + section + "\n")
-            out.write(line(header))
-        ratio = f"{row.ratio:.2f}" if row.ratio is not None else ""
-        out.write(line(("  " + row.name, fmt_value(row.value), row.unit, ratio, row.target, row.verdict, row.spread)))
-    passed = [r for r in report.rows if r.verdict == "PASS"]
-    misses = [r for r in report.rows if r.verdict == "MISS"]
-    out.write(f"\ntargets: {len(passed)} PASS, {len(misses)} MISS\n")
-    drift = report.data.get("per_call", {}).get("bare_drift_percent")
-    if isinstance(drift, float) and abs(drift) > 15:
-        out.write(
-            f"warning: the bare span drifted {drift:+.0f}% between before and after; other processes were "
-            "probably competing for the CPU (see the load average): rerun on a quiet machine\n"
-        )
-    return out.getvalue()
 
 
 def cassette_serializer() -> str:
@@ -434,70 +321,38 @@ def cassette_serializer() -> str:
     return f"yaml, {name}"
 
 
-def machine_info(tape_dir: Path) -> dict[str, Any]:
-    cpu_model = "?"
-    try:
-        for entry in Path("/proc/cpuinfo").read_text().splitlines():
-            if entry.startswith("model name"):
-                cpu_model = entry.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+def software() -> dict[str, str]:
+    """The versions of what the vcrpy section uses, and the cassette's YAML loader."""
     return {
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "cpu_count": os.cpu_count(),
-        "cpu_model": cpu_model,
-        "platform": platform.platform(),
-        "opentelemetry_sdk": metadata.version("opentelemetry-sdk"),
-        "opentelemetry_api": metadata.version("opentelemetry-api"),
-        "orjson": metadata.version("orjson"),
-        "otel_agent_replay": metadata.version("otel-agent-replay"),
         "vcrpy": metadata.version("vcrpy"),
         "requests": metadata.version("requests"),
         "urllib3": metadata.version("urllib3"),
         "pyyaml": metadata.version("PyYAML"),
         "cassette_serializer": cassette_serializer(),
-        "tape_dir": str(tape_dir),
-        "tape_fs": filesystem_of(tape_dir),
-        "loadavg_start": loadavg(),
     }
 
 
 # --- the measurements ------------------------------------------------------------------------
 
 
-class Bench:
-    """Holds the providers, the tapes and the report while the sections run."""
+class Bench(benchlib.BenchBase[Plan]):
+    """Holds the providers, the tapes and the report while the sections run.
+
+    The replay's spans go to the application's provider.
+    """
 
     def __init__(self, plan: Plan, work: Path) -> None:
-        self.plan = plan
+        super().__init__(plan, benchlib.machine_info(work, software()))
         self.work = work
-        # The application's provider, set as the global one: a BatchSpanProcessor to a discarding
-        # exporter (an OTLP exporter stand-in). The replay's spans go here.
-        self.app_exporter = DiscardExporter()
-        self.app_provider = TracerProvider()
-        self.app_provider.add_span_processor(BatchSpanProcessor(self.app_exporter))
-        trace.set_tracer_provider(self.app_provider)
-        # The reference: a provider with the same BatchSpanProcessor set-up, for the bare span.
-        self.bare_provider = TracerProvider()
-        self.bare_provider.add_span_processor(BatchSpanProcessor(DiscardExporter()))
-        self.bare_tracer = self.bare_provider.get_tracer("bench.bare")
         self.drops = DropCounter()
         bsp_log = logging.getLogger(BSP_LOGGER)
         bsp_log.addHandler(self.drops)
         bsp_log.propagate = False
         self.spans = SpanCount()
-        self.report = Report(plan, machine_info(work))
         self.recorded: dict[str, Any] = {}
         self.tapes: dict[str, Tape] = {}
-        self.bare_ref_ns = 0.0
         self.hit_us: dict[str, float] = {}
         self.sdk_span_us = 0.0
-
-    def _x(self, ns: float) -> float:
-        return ns / self.bare_ref_ns
 
     def record_tapes(self) -> None:
         """Record every tape in a child process (its own provider), then load the per-call tapes."""
@@ -542,17 +397,6 @@ class Bench:
             self.tapes[shape] = tape
         self.report.data["tapes_recorded"] = self.recorded
 
-    def bare(self) -> Sample:
-        start = self.bare_tracer.start_as_current_span
-
-        def loop(n: int) -> None:
-            for _ in range(n):
-                with start("x"):
-                    pass
-
-        p = self.plan
-        return time_loop(loop, p.bare_n, p.bare_reps, p.warmup_n * 4)
-
     def replay_step_span(self) -> tuple[str, dict[str, Any], str, list[Link]]:
         """The name, start attributes, result and link of a replayed document step's span."""
         spec = tool_spec(search_document)
@@ -564,18 +408,9 @@ class Bench:
         assert step.result_json is not None
         return name, attrs, step.result_json, [recorded_link(step)]
 
-    def sdk_span(self) -> Sample:
+    def replay_sdk_span(self) -> Sample:
         """A span with a replayed step's attributes and link set directly: the SDK's share of a hit."""
-        name, attrs, result, links = self.replay_step_span()
-        start = self.bare_tracer.start_as_current_span
-
-        def loop(n: int) -> None:
-            for _ in range(n):
-                with start(name, attributes=attrs, links=links) as span:
-                    span.set_attribute(RESULT_ATTRIBUTE, result)
-
-        p = self.plan
-        return time_loop(loop, p.attrs_n, p.reps, p.warmup_n)
+        return self.sdk_span(*self.replay_step_span())
 
     # -- sections 1 and 2 --
 
@@ -583,7 +418,7 @@ class Bench:
         sec = "1. Replay hit, per call (µs per call; ratio to the mean bare span)"
         p = self.plan
         before = self.bare()
-        sdk = self.sdk_span()
+        sdk = self.replay_sdk_span()
         fns = {"document": search_document, "records": search_records}
         same = [QUERY] * p.hit_n
 
@@ -605,24 +440,10 @@ class Bench:
         hit_drop_logs = self.drops.drops - drops
         vcr_data = self.vcr()
         after = self.bare()
-        ref = (before.median_ns + after.median_ns) / 2
-        self.bare_ref_ns = ref
-        drift = (after.median_ns - before.median_ns) / before.median_ns * 100
+        bare = self.bare_reference(sec, before, after)
         rep = self.report
-        rep.add(Row(sec, "bare span, before", before.us, "µs", before.median_ns / ref, spread=before.spread))
-        rep.add(Row(sec, "bare span, after", after.us, "µs", after.median_ns / ref, spread=after.spread))
-        rep.add(Row(sec, f"bare span, mean = reference (drift {drift:+.1f}%)", ref / NS_PER_US, "µs", 1.0))
         self.sdk_span_us = sdk.us
-        rep.add(
-            Row(
-                sec,
-                "SDK span with a replayed step's attributes + link, no replay",
-                sdk.us,
-                "µs",
-                self._x(sdk.median_ns),
-                spread=sdk.spread,
-            )
-        )
+        rep.add(self.timed_row(sec, "SDK span with a replayed step's attributes + link, no replay", sdk))
         kb = {s: len(orjson.dumps(v)) / 1024 for s, v in (("document", DOCUMENT), ("records", RECORDS))}
         labels = {
             "document": f"document ({kb['document']:.1f} KB result)",
@@ -631,21 +452,11 @@ class Bench:
         data_hits: dict[str, Any] = {}
         for key, result in hits.items():
             shape, spans = key.split("/")
-            ratio = self._x(result.sample.median_ns)
+            ratio = self.x_bare(result.sample.median_ns)
             target = TARGET_HIT_SPANS if spans == "on" else TARGET_HIT_NO_SPANS
             how = "replay spans on (default)" if spans == "on" else "spans=False"
-            rep.add(
-                Row(
-                    sec,
-                    f"hit, {labels[shape]}, {how}",
-                    result.sample.us,
-                    "µs",
-                    ratio,
-                    f"≤ {target}x",
-                    verdict(ratio <= target),
-                    result.sample.spread,
-                )
-            )
+            name = f"hit, {labels[shape]}, {how}"
+            rep.add(self.timed_row(sec, name, result.sample, f"≤ {target}x", ratio <= target))
             self.hit_us[key] = result.sample.us
             data_hits[key] = {
                 **result.sample.to_json(),
@@ -657,13 +468,10 @@ class Bench:
             }
         rep.add(Row(sec, "spans the application's BatchSpanProcessor dropped (hits)", hit_drops, "spans"))
         self.report.data["per_call"] = {
-            "bare_before": before.to_json(),
-            "bare_after": after.to_json(),
-            "bare_reference_us": round(ref / NS_PER_US, 3),
-            "bare_drift_percent": round(drift, 2),
+            **bare,
             "sdk_span_with_replay_step_attributes": {
                 **sdk.to_json(),
-                "ratio_to_bare": round(self._x(sdk.median_ns), 3),
+                "ratio_to_bare": round(self.x_bare(sdk.median_ns), 3),
             },
             "hit": data_hits,
             "hit_calls_per_session": p.hit_n,
@@ -753,61 +561,17 @@ class Bench:
         load: Sample = d["cassette_load"]
         per_use: Sample = d["per_use"]
         rep.add(Row(sec, f"cassette: 1 interaction, {d['body_bytes']:,}-byte JSON body", d["cassette_bytes"], "bytes"))
-        rep.add(
-            Row(
-                sec,
-                "live GET against the local server, for orientation",
-                live.us,
-                "µs",
-                self._x(live.median_ns),
-                spread=live.spread,
-            )
-        )
+        rep.add(self.timed_row(sec, "live GET against the local server, for orientation", live))
         rep.add(Row(sec, "a live GET after the server was stopped", d["live_get_after_stop"], ""))
-        rep.add(
-            Row(
-                sec,
-                "vcrpy replay: requests.get(url).json() in use_cassette",
-                replayed.us,
-                "µs",
-                self._x(replayed.median_ns),
-                spread=replayed.spread,
-            )
-        )
+        rep.add(self.timed_row(sec, "vcrpy replay: requests.get(url).json() in use_cassette", replayed))
         for spans, target in (("on", TARGET_VCR_SPANS), ("off", TARGET_VCR_NO_SPANS)):
             ours = self.hit_us[f"document/{spans}"]
             faster = replayed.us / ours
             what = "replay spans on" if spans == "on" else "spans=False"
-            rep.add(
-                Row(
-                    sec,
-                    f"ours faster than vcrpy: document hit, {what}",
-                    faster,
-                    "x",
-                    target=f"≥ {target:.0f}x",
-                    verdict=verdict(faster >= target),
-                )
-            )
-        rep.add(
-            Row(
-                sec,
-                "use_cassette enter + exit alone (loads the YAML)",
-                load.us,
-                "µs",
-                self._x(load.median_ns),
-                spread=load.spread,
-            )
-        )
-        rep.add(
-            Row(
-                sec,
-                "use_cassette entered for each call (load + GET)",
-                per_use.us,
-                "µs",
-                self._x(per_use.median_ns),
-                spread=per_use.spread,
-            )
-        )
+            name = f"ours faster than vcrpy: document hit, {what}"
+            rep.add(checked_row(sec, name, faster, "x", f"≥ {target:.0f}x", faster >= target))
+        rep.add(self.timed_row(sec, "use_cassette enter + exit alone (loads the YAML)", load))
+        rep.add(self.timed_row(sec, "use_cassette entered for each call (load + GET)", per_use))
         self.report.data["vcrpy"] = {
             "live_get": live.to_json(),
             "replayed_get": replayed.to_json(),
@@ -911,30 +675,13 @@ class Bench:
             bigs = both[f"big/{spans}"].sample
             beside = both[f"small-beside/{spans}"].sample
             for name, s in ((f"hit, {sl} tape, {what}, before", a), (f"hit, {sl} tape, {what}, after", b)):
-                rep.add(Row(sec, name, s.us, "µs", self._x(s.median_ns), spread=s.spread))
-            rep.add(Row(sec, f"hit, {sl} tape, {what}, mean", ref_ns / NS_PER_US, "µs", self._x(ref_ns)))
-            rep.add(Row(sec, f"hit, {bl} tape, {what}", bigs.us, "µs", self._x(bigs.median_ns), spread=bigs.spread))
+                rep.add(self.timed_row(sec, name, s))
+            rep.add(Row(sec, f"hit, {sl} tape, {what}, mean", ref_ns / NS_PER_US, "µs", self.x_bare(ref_ns)))
+            rep.add(self.timed_row(sec, f"hit, {bl} tape, {what}", bigs))
             ratio = bigs.median_ns / ref_ns
-            rep.add(
-                Row(
-                    sec,
-                    f"{bl} cost / {sl} cost, {what}",
-                    ratio,
-                    f"x {sl}",
-                    target=f"≤ {TARGET_SCALE}x",
-                    verdict=verdict(ratio <= TARGET_SCALE),
-                )
-            )
-            rep.add(
-                Row(
-                    sec,
-                    f"  {sl} tape while the {bl} tape is loaded (alternating)",
-                    beside.us,
-                    "µs",
-                    self._x(beside.median_ns),
-                    spread=beside.spread,
-                )
-            )
+            target = f"≤ {TARGET_SCALE}x"
+            rep.add(checked_row(sec, f"{bl} cost / {sl} cost, {what}", ratio, f"x {sl}", target, ratio <= TARGET_SCALE))
+            rep.add(self.timed_row(sec, f"  {sl} tape while the {bl} tape is loaded (alternating)", beside))
             data[spans] = {
                 "small_before": a.to_json(),
                 "small_after": b.to_json(),
@@ -946,7 +693,7 @@ class Bench:
             }
         for size, label in ((small, sl), (big, bl)):
             s = takes[size]
-            rep.add(Row(sec, f"RunIndex.take alone, {label} index", s.us, "µs", self._x(s.median_ns), spread=s.spread))
+            rep.add(self.timed_row(sec, f"RunIndex.take alone, {label} index", s))
         for tag, label, source in (("small", sl, first), ("big", bl, both)):
             r = source[f"{tag}/on"]
             rep.add(Row(sec, f"replay session set-up, {label} tape (replay + agent_run enter)", r.enter_ms, "ms"))
@@ -1040,7 +787,7 @@ class Bench:
             gc.enable()
         parts += [(f"hit, document, {how}, GC paused during the calls", r.sample) for how, r in paused.items()]
         for name, sample in parts:
-            rep.add(Row(sec, name, sample.us, "µs", self._x(sample.median_ns), spread=sample.spread))
+            rep.add(self.timed_row(sec, name, sample))
         on, off = self.hit_us["document/on"], self.hit_us["document/off"]
         args_us, take_us, parse_us, span_us = parts[0][1].us, parts[1][1].us, parts[2][1].us, span_sample.us
         derived = [
@@ -1054,7 +801,7 @@ class Bench:
             ("= hit, replay spans on (section 1)", on),
         ]
         for name, us in derived:
-            rep.add(Row(sec, name, us, "µs", us * NS_PER_US / self.bare_ref_ns))
+            rep.add(self.us_row(sec, name, us))
         self.report.data["breakdown_us"] = {
             **{name: round(s.us, 3) for name, s in parts},
             "derived": {name.strip("=+ "): round(us, 3) for name, us in derived},
@@ -1086,18 +833,13 @@ def profile_hits(bench: Bench, calls: int = 5_000) -> str:
                 search_document(query=QUERY, limit=LIMIT)
             profiler.disable()
         done += n
-    out = io.StringIO()
-    stats = pstats.Stats(profiler, stream=out)
-    stats.sort_stats("tottime").print_stats(20)
-    stats.sort_stats("cumulative").print_stats(25)
-    return out.getvalue()
+    return benchlib.profile_text(profiler, "cProfile of document hits with replay spans on")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="smaller sizes (1k and 10k tapes), about 10 s")
-    parser.add_argument("--json", metavar="OUT", help="also write the numbers as JSON to OUT")
-    parser.add_argument("--profile", action="store_true", help="also print a cProfile of replay hits")
+    parser = benchlib.arg_parser(
+        __doc__, "smaller sizes (1k and 10k tapes), about 10 s", "also print a cProfile of replay hits"
+    )
     parser.add_argument("--record-tapes", metavar="DIR", help=argparse.SUPPRESS)
     parser.add_argument("--hit-steps", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--sizes", default="", help=argparse.SUPPRESS)
@@ -1108,7 +850,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     plan = QUICK if args.quick else FULL
     started = time.perf_counter()
     with ExitStack() as stack:
-        work = stack.enter_context(folder(None, "bench-replay-"))
+        work = stack.enter_context(benchlib.folder(None, "bench-replay-"))
         bench = Bench(plan, work)
         print(f"benchmark ({plan.mode}) in {work}", file=sys.stderr)
         bench.record_tapes()
@@ -1117,29 +859,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         bench.breakdown()
         profile = profile_hits(bench) if args.profile else ""
         bench.app_provider.shutdown()
-    elapsed = time.perf_counter() - started
-    report = bench.report
-    report.machine["loadavg_end"] = loadavg()
-    report.data["seconds_total"] = round(elapsed, 1)
-    text = render(report)
-    print(text + f"total time {elapsed:.0f} s")
-    if profile:
-        print("\ncProfile of document hits with replay spans on:\n" + profile)
-    if args.json:
-        out = {
-            "machine": report.machine,
-            "plan": asdict(plan),
-            "targets": {
-                "hit_spans_on_ratio_max": TARGET_HIT_SPANS,
-                "hit_spans_off_ratio_max": TARGET_HIT_NO_SPANS,
-                "tape_size_ratio_max": TARGET_SCALE,
-                "faster_than_vcrpy_spans_on_min": TARGET_VCR_SPANS,
-                "faster_than_vcrpy_spans_off_min": TARGET_VCR_NO_SPANS,
-            },
-            "results": report.data,
-            "rows": [asdict(r) for r in report.rows],
-        }
-        Path(args.json).write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    benchlib.conclude(bench.report, render, time.perf_counter() - started, args.json, TARGETS, profile)
     return 0
 
 
