@@ -19,7 +19,6 @@ from typing import Any, Protocol
 from opentelemetry.trace import INVALID_SPAN, Link, SpanContext, TraceFlags
 
 from . import attributes as A
-from .canonical import bind_arguments
 from .capture import CapturedResult, capture_args
 from .errors import (
     ConfigurationError,
@@ -289,7 +288,7 @@ class ReplaySession:
         error: BaseException | None,
     ) -> None:
         try:
-            bound = bind_arguments(spec.signature, args, kwargs, spec.leave_out)
+            bound = spec.binder(args, kwargs)
         except TypeError:
             bound = {}
         self.ledger.remember(spec, seq, capture_args(spec.name, bound, self.capture).value, result, error)

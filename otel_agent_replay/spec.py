@@ -5,11 +5,11 @@ from __future__ import annotations
 import datetime as _dt
 import inspect
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import attributes as A
-from .canonical import context_parameters
+from .canonical import Binder, context_parameters, make_binder
 from .errors import ConfigurationError
 
 SPEC_ATTRIBUTE = "__agent_replay_tool__"
@@ -31,6 +31,11 @@ class ToolSpec:
     is_async: bool
     provider: str | None = None
     model: str | None = None
+    binder: Binder = field(init=False, compare=False, repr=False)
+    """Binds a call to the signature (see ``canonical.make_binder``); made from the fields above."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "binder", make_binder(self.signature, self.leave_out))
 
     @property
     def read_only(self) -> bool:

@@ -16,7 +16,6 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
 from . import attributes as A
-from .canonical import bind_arguments
 from .capture import (
     CapturedArgs,
     CapturedResult,
@@ -113,7 +112,7 @@ def prepare(spec: ToolSpec, run: RunState, args: tuple[Any, ...], kwargs: dict[s
 
     Raises ``TypeError`` exactly as the call itself would when the arguments do not fit.
     """
-    bound = bind_arguments(spec.signature, args, kwargs, spec.leave_out)
+    bound = spec.binder(args, kwargs)
     captured = capture_args(spec.name, bound, run.capture)
     in_context = current_run.get() is run
     enclosing = current_step.get() if in_context else None

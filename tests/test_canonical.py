@@ -20,6 +20,7 @@ from otel_agent_replay.canonical import (
     call_key,
     canonical_json,
     context_parameters,
+    make_binder,
     to_jsonable,
     to_jsonable_walk,
 )
@@ -203,3 +204,39 @@ class Tools:
 def test_context_parameters_and_self_are_left_out() -> None:
     assert context_parameters(inspect.signature(_framework_tool), is_method=False) == {"ctx", "run_manager"}
     assert context_parameters(inspect.signature(Tools.lookup), is_method=True) == {"self"}
+
+
+def _shapes(a: int, b: str = "x", *, c: float = 1.5, ctx: object = None) -> None: ...
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [
+        ((1,), {}),
+        ((1, "y"), {}),
+        ((), {"a": 1}),
+        ((1,), {"c": 2.0}),
+        ((1,), {"b": "z", "c": 3.0, "ctx": "framework"}),
+        ((1, "y", "extra"), {}),  # too many
+        ((1,), {"a": 2}),  # a given twice
+        ((1,), {"nope": 1}),  # unknown keyword
+        ((), {}),  # a missing
+        ((), {"b": "only"}),  # a missing
+    ],
+)
+def test_the_fast_binder_binds_like_bind_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    sig = inspect.signature(_shapes)
+    fast = make_binder(sig, leave_out=("ctx",))
+    try:
+        expected = bind_arguments(sig, args, kwargs, ("ctx",))
+    except TypeError as err:
+        with pytest.raises(TypeError, match=str(err).split("'")[0]):
+            fast(args, kwargs)
+        return
+    assert fast(args, kwargs) == expected
+    assert list(fast(args, kwargs)) == list(expected)  # same order
+
+
+def test_signatures_with_star_args_use_the_general_binding() -> None:
+    sig = inspect.signature(_with_kwargs)
+    assert make_binder(sig)((1, 2), {"k": "v"}) == {"a": 1, "rest": [2], "k": "v"}
