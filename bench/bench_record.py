@@ -50,7 +50,6 @@ from opentelemetry.exporter.agent_replay_tape._writer import AppendWriter
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_agent_replay import agent_run, load_tape, record, tool
-from otel_agent_replay.canonical import bind_arguments
 from otel_agent_replay.capture import capture_args, capture_result
 from otel_agent_replay.instrument import tool_spec
 from otel_agent_replay.runtime import DEFAULT_CAPTURE
@@ -622,15 +621,15 @@ class Bench(benchlib.BenchBase[Plan]):
         assert spec is not None
         capture = DEFAULT_CAPTURE
         kwargs = {"query": QUERY, "limit": LIMIT}
-        sig, leave_out = spec.signature, spec.leave_out
-        bound = bind_arguments(sig, (), kwargs, leave_out)
+        binder = spec.binder  # what a recorded call binds with
+        bound = binder((), kwargs)
         span = spans["document"]
         encoder = LineEncoder()
         line = encoder.encode(span)
 
         def t_bind(n: int) -> None:
             for _ in range(n):
-                bind_arguments(sig, (), kwargs, leave_out)
+                binder((), kwargs)
 
         def t_args(n: int) -> None:
             for _ in range(n):
