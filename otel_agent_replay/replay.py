@@ -39,6 +39,7 @@ from .replay_session import (
     select_runs,
 )
 from .runtime import current_replay
+from .spec import positive_seconds
 from .tape import load_tape
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -111,7 +112,7 @@ class replay:
         self.stub = frozenset(stub)
         self.fallbacks = dict(fallbacks or {})
         self.overrides: dict[str | tuple[str, int], Any] = dict(overrides or {})
-        self.max_age = _seconds(max_age)
+        self.max_age = positive_seconds(max_age, "max_age")
         self.allow_unused = allow_unused
         self.models = models
         self.spans = spans
@@ -207,15 +208,6 @@ class replay:
 def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise ConfigurationError(f"replay({name}={value!r}): use one of {', '.join(map(repr, allowed))}")
-
-
-def _seconds(value: float | _dt.timedelta | None) -> float | None:
-    if value is None:
-        return None
-    seconds = value.total_seconds() if isinstance(value, _dt.timedelta) else float(value)
-    if seconds <= 0:
-        raise ConfigurationError(f"max_age must be positive, got {value!r}")
-    return seconds
 
 
 __all__ = ["Divergence", "ReplaySession", "TapeUnused", "replay"]

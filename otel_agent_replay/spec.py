@@ -49,12 +49,13 @@ def tool_spec(fn: object) -> ToolSpec | None:
     return spec if isinstance(spec, ToolSpec) else None
 
 
-def _ttl_seconds(ttl: float | _dt.timedelta | None) -> float | None:
-    if ttl is None:
+def positive_seconds(value: float | _dt.timedelta | None, option: str) -> float | None:
+    """A duration option (seconds or a timedelta) as seconds; ``ConfigurationError`` unless positive."""
+    if value is None:
         return None
-    seconds = ttl.total_seconds() if isinstance(ttl, _dt.timedelta) else float(ttl)
+    seconds = value.total_seconds() if isinstance(value, _dt.timedelta) else float(value)
     if seconds <= 0:
-        raise ConfigurationError(f"ttl must be positive, got {ttl!r}; give seconds or a timedelta")
+        raise ConfigurationError(f"{option} must be positive, got {value!r}; give seconds or a timedelta")
     return seconds
 
 
@@ -93,7 +94,7 @@ def make_spec(
         kind=kind,
         side_effect=side_effect,
         version=version,
-        ttl=_ttl_seconds(ttl),
+        ttl=positive_seconds(ttl, "ttl"),
         ignore=ignored,
         leave_out=leave_out,
         signature=signature,
