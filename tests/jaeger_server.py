@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import http.server
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 from jaeger_json import classic_answer, v3_answer
+from loopback import serve_on_loopback
 
 from otel_agent_replay import attributes as A
 
@@ -109,12 +109,5 @@ def jaeger_server(fake: FakeJaeger) -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_on_loopback(Handler) as url:
+        yield url

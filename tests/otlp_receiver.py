@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import http.server
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from concurrent import futures
@@ -13,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
+from loopback import serve_on_loopback
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -97,15 +97,8 @@ def http_receiver(delay: float = 0.0, status: int = 200) -> Iterator[tuple[str, 
         def log_message(self, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", got
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_on_loopback(Handler) as url:
+        yield url, got
 
 
 class _Servicer(trace_service_pb2_grpc.TraceServiceServicer):

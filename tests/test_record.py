@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-import http.server
 import os
 import subprocess
 import sys
 import textwrap
-import threading
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import orjson
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from otlp_receiver import http_receiver
 from rawtape import raw_spans
 
 from otel_agent_replay import ConfigurationError, Redactor, agent_run, record, tool
@@ -241,29 +239,8 @@ def test_a_non_sdk_provider_is_a_clear_configuration_error() -> None:
     assert "NoOpTracerProvider" in out and "SDK" in out
 
 
-class _Collector(http.server.BaseHTTPRequestHandler):
-    received: ClassVar[list[ExportTraceServiceRequest]] = []
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        request = ExportTraceServiceRequest()
-        request.ParseFromString(body)
-        type(self).received.append(request)
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 def test_otlp_variables_send_the_same_spans_to_an_endpoint(tape: Path) -> None:
-    _Collector.received = []
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    with http_receiver() as (endpoint, got):
         _run_python(
             f"""
             from opentelemetry import trace
@@ -273,25 +250,10 @@ def test_otlp_variables_send_the_same_spans_to_an_endpoint(tape: Path) -> None:
             """,
             env={"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_SERVICE_NAME": "otlp-test"},
         )
-    finally:
-        server.shutdown()
-    sent = {
-        span.span_id.hex(): span.name
-        for request in _Collector.received
-        for rs in request.resource_spans
-        for ss in rs.scope_spans
-        for span in ss.spans
-    }
+    sent = {span_id: span.name for span_id, span in got.by_id().items()}
     on_tape = {s.span_id: s.name for s in raw_spans(tape)}
     assert sent == on_tape and len(sent) == 2
-    service = {
-        kv.value.string_value
-        for request in _Collector.received
-        for rs in request.resource_spans
-        for kv in rs.resource.attributes
-        if kv.key == "service.name"
-    }
-    assert service == {"otlp-test"}
+    assert got.resource_values("service.name") == {"otlp-test"}
 
 
 def test_every_tape_line_parses_as_otlp_json(tape: Path) -> None:
