@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
@@ -69,7 +70,9 @@ class StepInFlight:
                     attrs[A.GEN_AI_USAGE_INPUT_TOKENS] = inp
                 if out is not None:
                     attrs[A.GEN_AI_USAGE_OUTPUT_TOKENS] = out
-                messages = messages_json(capture_value(result, self.capture))
+                # The captured JSON is the redacted result already: parse it rather than redact again.
+                redacted = capture_value(result, self.capture) if captured.truncated else orjson.loads(captured.json)
+                messages = messages_json(redacted)
                 if messages is not None:
                     attrs[A.GEN_AI_OUTPUT_MESSAGES] = messages
             if captured.truncated:
