@@ -346,5 +346,3 @@ def hash_text(text: str) -> str:
     """Full sha256 hex digest of a text's UTF-8 bytes."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
-
-Normalizer = Callable[[JSONValue], JSONValue]
