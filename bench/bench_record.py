@@ -50,9 +50,8 @@ from opentelemetry.exporter.agent_replay_tape._writer import AppendWriter
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_agent_replay import agent_run, load_tape, record, tool
-from otel_agent_replay.capture import capture_args, capture_result
-from otel_agent_replay.instrument import tool_spec
-from otel_agent_replay.runtime import DEFAULT_CAPTURE
+from otel_agent_replay.capture import DEFAULT_CAPTURE, capture_args, capture_result
+from otel_agent_replay.instrumentation import tool_spec
 
 QUERY = "refund policy"
 LIMIT = 5

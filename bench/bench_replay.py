@@ -55,12 +55,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
 from otel_agent_replay import Tape, agent_run, load_tape, record, replay
-from otel_agent_replay.capture import CapturedResult, capture_args
-from otel_agent_replay.instrument import tool_spec
-from otel_agent_replay.model import Step
-from otel_agent_replay.replay_index import RunIndex, recorded_result
-from otel_agent_replay.runtime import DEFAULT_CAPTURE, RunState, current_run
-from otel_agent_replay.steps import prepare, start_step, step_attributes
+from otel_agent_replay.capture import DEFAULT_CAPTURE, CapturedResult, capture_args
+from otel_agent_replay.instrumentation import RunState, current_run, prepare, start_step, step_attributes, tool_spec
+from otel_agent_replay.replayer._index import RunIndex, recorded_result
+from otel_agent_replay.tape import Step
 
 NS_PER_MS = 1_000_000
 

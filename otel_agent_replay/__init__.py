@@ -6,8 +6,10 @@ Public names (a contract): ``tool``, ``model_call``, ``agent_run``, ``record``,
 
 from __future__ import annotations
 
-from .compare import Comparison, Policy, compare
-from .errors import (
+from otel_agent_replay.backends import EndpointError, OtlpWarning
+from otel_agent_replay.capture import Redactor
+from otel_agent_replay.comparison import Comparison, Policy, RunView, compare
+from otel_agent_replay.core import (
     AgentReplayError,
     ConfigurationError,
     RecordedToolError,
@@ -23,18 +25,12 @@ from .errors import (
     TapeStale,
     TapeUnused,
     TapeWarning,
+    __version__,
 )
-from .http_client import EndpointError
-from .instrument import RunHandle, agent_run, model_call, tool
-from .model import Run, Step, StepError, Tape
-from .otlp import OtlpWarning
-from .record import Recording, record
-from .redact import Redactor
-from .replay import Divergence, ReplaySession, replay
-from .tape import load_tape
-from .views import RunView
-
-__version__ = "0.1.0"
+from otel_agent_replay.instrumentation import RunHandle, agent_run, model_call, tool
+from otel_agent_replay.recorder import Recording, record
+from otel_agent_replay.replayer import Divergence, ReplaySession, replay
+from otel_agent_replay.tape import Run, Step, StepError, Tape, load_tape
 
 __all__ = [
     "AgentReplayError",

@@ -16,8 +16,8 @@ from typing import Any
 import orjson
 from google.protobuf.json_format import MessageToDict
 
-from otel_agent_replay import attributes as A
-from otel_agent_replay.otlp_json import traces_data
+from otel_agent_replay.backends._otlp_json import traces_data
+from otel_agent_replay.core import attributes as A
 
 _KIND = {2: "server", 3: "client", 4: "producer", 5: "consumer"}
 

@@ -20,7 +20,7 @@ import orjson
 from jaeger_json import classic_answer, v3_answer
 from loopback import serve_on_loopback
 
-from otel_agent_replay import attributes as A
+from otel_agent_replay.core import attributes as A
 
 _NOT_FOUND = {"error": {"grpcCode": 5, "httpCode": 404, "message": "trace not found", "httpStatus": "Not Found"}}
 

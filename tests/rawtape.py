@@ -53,14 +53,14 @@ def raw_spans(path: Path) -> list[RawSpan]:
 
 def steps_of(path: Path) -> list[RawSpan]:
     """The step spans on a tape (those with a seq)."""
-    from otel_agent_replay import attributes as A
+    from otel_agent_replay.core import attributes as A
 
     return [s for s in raw_spans(path) if A.SEQ in s.attrs]
 
 
 def run_span_of(path: Path) -> RawSpan:
     """The one run span on a tape."""
-    from otel_agent_replay import attributes as A
+    from otel_agent_replay.core import attributes as A
 
     (run,) = [s for s in raw_spans(path) if s.attrs.get(A.GEN_AI_OPERATION_NAME) == A.OP_INVOKE_AGENT]
     return run

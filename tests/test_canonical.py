@@ -15,7 +15,7 @@ import orjson
 import pydantic
 import pytest
 
-from otel_agent_replay.canonical import (
+from otel_agent_replay.capture._canonical import (
     bind_arguments,
     call_key,
     canonical_json,

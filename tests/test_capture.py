@@ -7,10 +7,19 @@ from pathlib import Path
 
 import orjson
 
-from otel_agent_replay.capture import capture_args, capture_json, capture_result, messages_json, usage_tokens
-from otel_agent_replay.payload import BlobStore, Limits
-from otel_agent_replay.redact import DEFAULT_REDACTOR, Redactor
-from otel_agent_replay.runtime import DEFAULT_CAPTURE, Capture
+from otel_agent_replay.capture import (
+    DEFAULT_CAPTURE,
+    DEFAULT_REDACTOR,
+    BlobStore,
+    Capture,
+    Limits,
+    Redactor,
+    capture_args,
+    capture_json,
+    capture_result,
+    messages_json,
+    usage_tokens,
+)
 
 
 def test_arguments_are_canonical_redacted_and_keyed() -> None:

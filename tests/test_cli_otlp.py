@@ -12,10 +12,10 @@ from jaeger_json import tape_documents
 from jaeger_server import FakeJaeger, jaeger_server
 from otlp_receiver import closed_port, http_receiver
 
-from otel_agent_replay import attributes as A
 from otel_agent_replay import load_tape
 from otel_agent_replay.cli import main
-from otel_agent_replay.demo import record_demo
+from otel_agent_replay.cli._demo import record_demo
+from otel_agent_replay.core import attributes as A
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 
 from otel_agent_replay import Redactor, agent_run, record, tool
 from otel_agent_replay.cli import main
-from otel_agent_replay.cli_regress import CHECK_FORMAT, CHECK_SECRET, CHECK_STALE, CHECK_VERSIONS
+from otel_agent_replay.cli._regress import CHECK_FORMAT, CHECK_SECRET, CHECK_STALE, CHECK_VERSIONS
 
 
 @tool(side_effect="read_only", version="1")

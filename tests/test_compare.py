@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from otel_agent_replay import Policy, agent_run, compare, load_tape, model_call, record, replay, tool
-from otel_agent_replay.compare import STRICT
+from otel_agent_replay.comparison import STRICT
 
 
 @tool(side_effect="read_only")

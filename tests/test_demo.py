@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from otel_agent_replay import load_tape
-from otel_agent_replay.demo import run_demo
+from otel_agent_replay.cli._demo import run_demo
 
 
 def test_the_demo_passes_show_each_outcome(tmp_path: Path) -> None:

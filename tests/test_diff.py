@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from otel_agent_replay.diff import ABSENT, Change, describe, json_changes, short
+from otel_agent_replay.comparison._diff import ABSENT, Change, describe, json_changes, short
 
 
 def test_changes_are_leaf_level_with_paths() -> None:

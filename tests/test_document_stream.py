@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from otel_agent_replay.document_stream import DocumentStream
-from otel_agent_replay.errors import TapeFormatError
+from otel_agent_replay.core import TapeFormatError
+from otel_agent_replay.tape._document import DocumentStream
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 

@@ -11,7 +11,7 @@ from rawtape import raw_spans, run_span_of, steps_of
 from sample_tools import fetch_doc, plain_tool, summarise
 
 from otel_agent_replay import agent_run, model_call, record, tool
-from otel_agent_replay import attributes as A
+from otel_agent_replay.core import attributes as A
 
 
 def test_decorator_keeps_the_function_face() -> None:

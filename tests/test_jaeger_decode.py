@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
-from otel_agent_replay import attributes as A
-from otel_agent_replay.jaeger_decode import jaeger_records, jaeger_span
-from otel_agent_replay.model import StepError
-from otel_agent_replay.span_decode import SpanDataError
+from otel_agent_replay.core import attributes as A
+from otel_agent_replay.tape import SpanDataError, StepError
+from otel_agent_replay.tape._jaeger import jaeger_records, jaeger_span
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 

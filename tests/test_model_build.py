@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_agent_replay import attributes as A
-from otel_agent_replay.canonical import call_key
-from otel_agent_replay.model_build import (
+from otel_agent_replay.capture._canonical import call_key
+from otel_agent_replay.core import attributes as A
+from otel_agent_replay.tape._build import (
     complete_run,
     foreign_call_key,
     incomplete_run,
@@ -14,7 +14,7 @@ from otel_agent_replay.model_build import (
     name_suffix,
     text_or_none,
 )
-from otel_agent_replay.span_decode import SpanRecord
+from otel_agent_replay.tape._span import SpanRecord
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 

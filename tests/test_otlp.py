@@ -16,9 +16,9 @@ from otlp_receiver import Received, attrs_of, closed_port, grpc_receiver, http_r
 from rawtape import raw_spans
 
 from otel_agent_replay import ConfigurationError, agent_run, load_tape, model_call, record, tool
-from otel_agent_replay import attributes as A
-from otel_agent_replay.otlp import OtlpWarning, strip_content
-from otel_agent_replay.otlp_config import content_capture_enabled
+from otel_agent_replay.backends._otlp_config import content_capture_enabled
+from otel_agent_replay.backends._otlp_export import OtlpWarning, strip_content
+from otel_agent_replay.core import attributes as A
 
 
 @tool(side_effect="read_only")

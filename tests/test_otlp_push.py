@@ -14,11 +14,10 @@ from opentelemetry.trace import Link, SpanKind
 from otlp_receiver import Received, attrs_of, closed_port, grpc_receiver, http_receiver
 
 from otel_agent_replay import TapeFormatError, TapeNotFoundError, TapeWarning, agent_run, record, tool
-from otel_agent_replay import attributes as A
-from otel_agent_replay.errors import ConfigurationError
-from otel_agent_replay.http_client import EndpointError
-from otel_agent_replay.otlp_json import span_json
-from otel_agent_replay.otlp_push import push
+from otel_agent_replay.backends import EndpointError, push
+from otel_agent_replay.backends._otlp_json import span_json
+from otel_agent_replay.core import ConfigurationError
+from otel_agent_replay.core import attributes as A
 
 
 @tool(side_effect="read_only")

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from otel_agent_replay.payload import BlobStore, cap_json, shorten_strings
+from otel_agent_replay.capture._payload import BlobStore, cap_json, shorten_strings
 
 
 def test_short_values_are_returned_as_they_are() -> None:

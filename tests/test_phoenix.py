@@ -22,10 +22,10 @@ from otlp_receiver import closed_port
 from phoenix_server import Phoenix, listening_addresses, start_phoenix
 from rawtape import RawSpan, raw_spans
 
-from otel_agent_replay import attributes as A
 from otel_agent_replay import load_tape
-from otel_agent_replay.demo import record_demo
-from otel_agent_replay.otlp_push import push
+from otel_agent_replay.backends import push
+from otel_agent_replay.cli._demo import record_demo
+from otel_agent_replay.core import attributes as A
 
 PROJECT_ATTRIBUTE = "openinference.project.name"  # Phoenix files spans under this resource attribute
 

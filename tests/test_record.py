@@ -16,7 +16,7 @@ from otlp_receiver import http_receiver
 from rawtape import raw_spans
 
 from otel_agent_replay import ConfigurationError, Redactor, agent_run, record, tool
-from otel_agent_replay import attributes as A
+from otel_agent_replay.core import attributes as A
 
 
 @tool(side_effect="read_only")

@@ -22,16 +22,16 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_agent_replay import attributes as attr
-from otel_agent_replay.canonical import call_key, dumps_canonical, normalize, to_jsonable
-from otel_agent_replay.errors import ConfigurationError
-from otel_agent_replay.redact import (
+from otel_agent_replay.capture._canonical import call_key, dumps_canonical, normalize, to_jsonable
+from otel_agent_replay.capture._redact import (
     DEFAULT_REDACTOR,
     KEY_PLACEHOLDER,
     PATTERN_NAMES,
     Redactor,
     pattern_placeholder,
 )
+from otel_agent_replay.core import ConfigurationError
+from otel_agent_replay.core import attributes as attr
 
 # --- fake secrets, built from pieces ----------------------------------------------------
 

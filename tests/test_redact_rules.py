@@ -12,14 +12,14 @@ import re
 import pytest
 from test_redact import PATTERN_SAMPLES
 
-from otel_agent_replay.errors import ConfigurationError
-from otel_agent_replay.redact_rules import (
+from otel_agent_replay.capture._redact_rules import (
     MAX_ANCHOR_OFFSET,
     PATTERN_NAMES,
     CompiledRules,
     compile_rules,
     pattern_placeholder,
 )
+from otel_agent_replay.core import ConfigurationError
 
 DEFAULTS = compile_rules((), (), defaults=True)
 

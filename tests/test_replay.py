@@ -33,8 +33,8 @@ from otel_agent_replay import (
     replay,
     tool,
 )
-from otel_agent_replay import attributes as A
-from otel_agent_replay.errors import ConfigurationError
+from otel_agent_replay.core import ConfigurationError
+from otel_agent_replay.core import attributes as A
 
 CALLS: list[str] = []  # what really ran
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from otel_agent_replay import RecordedToolError, agent_run, load_tape, record, tool
-from otel_agent_replay.model import StepError
-from otel_agent_replay.replay_index import RunIndex, rebuild_exception
-from otel_agent_replay.replay_messages import ordinal
+from otel_agent_replay.replayer._index import RunIndex, rebuild_exception
+from otel_agent_replay.replayer._messages import ordinal
+from otel_agent_replay.tape import StepError
 
 
 @tool(side_effect="read_only")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from otel_agent_replay import TapeMiss, tool
-from otel_agent_replay.replay_ledger import STAT_KEYS, Ledger
-from otel_agent_replay.spec import tool_spec
+from otel_agent_replay.instrumentation import tool_spec
+from otel_agent_replay.replayer._ledger import STAT_KEYS, Ledger
 
 
 @tool(side_effect="write")

@@ -11,7 +11,7 @@ from rawtape import raw_spans, run_span_of, steps_of
 from sample_tools import plain_tool
 
 from otel_agent_replay import agent_run, record
-from otel_agent_replay import attributes as A
+from otel_agent_replay.core import attributes as A
 
 
 def test_run_that_raises_is_an_error_span_and_the_error_propagates(tape: Path) -> None:

@@ -6,7 +6,14 @@ import threading
 
 from opentelemetry.trace import INVALID_SPAN
 
-from otel_agent_replay.runtime import DEFAULT_CAPTURE, RunState, active_run, current_run, run_ended, run_started
+from otel_agent_replay.capture._pipeline import DEFAULT_CAPTURE
+from otel_agent_replay.instrumentation._runtime import (
+    RunState,
+    active_run,
+    current_run,
+    run_ended,
+    run_started,
+)
 
 
 def _run(run_id: str = "r") -> RunState:

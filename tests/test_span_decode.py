@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from otel_agent_replay import attributes as A
-from otel_agent_replay.model import StepError
-from otel_agent_replay.span_decode import (
+from otel_agent_replay.core import attributes as A
+from otel_agent_replay.tape import StepError
+from otel_agent_replay.tape._span import (
     SpanDataError,
     decode_problem,
     int_or_none,

@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from otel_agent_replay import ConfigurationError, agent_run, model_call, tool
-from otel_agent_replay.spec import tool_spec
+from otel_agent_replay.instrumentation import tool_spec
 
 
 def test_the_spec_records_the_declaration() -> None:

@@ -14,7 +14,7 @@ from rawtape import raw_spans, run_span_of, steps_of
 from sample_tools import explode, plain_tool, summarise
 
 from otel_agent_replay import agent_run, record, tool
-from otel_agent_replay import attributes as A
+from otel_agent_replay.core import attributes as A
 
 
 def test_tool_error_is_recorded_and_reraised_unchanged(tape: Path) -> None:

@@ -7,7 +7,7 @@ import json
 import orjson
 import pytest
 
-from otel_agent_replay.strict_json import (
+from otel_agent_replay.tape._strict_json import (
     NON_FINITE_PROBLEM,
     DuplicateKeyError,
     StrictScanner,

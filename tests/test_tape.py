@@ -28,9 +28,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from otel_agent_replay import attributes as A
-from otel_agent_replay import tape_read as tape_module
-from otel_agent_replay.attributes import (
+from otel_agent_replay.capture._canonical import call_key
+from otel_agent_replay.core import TapeFormatError, TapeNotFoundError, TapeWarning
+from otel_agent_replay.core import attributes as A
+from otel_agent_replay.core.attributes import (
     JAEGER_ERROR,
     JAEGER_EVENT_NAME,
     JAEGER_SPAN_KIND,
@@ -38,10 +39,8 @@ from otel_agent_replay.attributes import (
     JAEGER_STATUS_DESCRIPTION,
     JAEGER_STATUS_ERROR,
 )
-from otel_agent_replay.canonical import call_key
-from otel_agent_replay.errors import TapeFormatError, TapeNotFoundError, TapeWarning
-from otel_agent_replay.model import StepError, Tape
-from otel_agent_replay.tape import iter_spans, load_tape
+from otel_agent_replay.tape import StepError, Tape, iter_spans, load_tape
+from otel_agent_replay.tape import _read as tape_module
 
 T0 = 1_760_000_000_000_000_000  # ns; every time below is a whole microsecond, as Jaeger keeps them
 

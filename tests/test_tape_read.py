@@ -9,8 +9,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from otel_agent_replay.errors import TapeFormatError, TapeWarning
-from otel_agent_replay.tape_read import TapeReader, paused_gc
+from otel_agent_replay.core import TapeFormatError, TapeWarning
+from otel_agent_replay.tape._read import TapeReader, paused_gc
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 

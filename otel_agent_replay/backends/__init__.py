@@ -1,0 +1,28 @@
+"""backends."""
+
+from __future__ import annotations
+
+from ._http import EndpointError, parse_headers
+from ._otlp_config import CAPTURE_CONTENT_ENV, OTLP_ENDPOINT_ENVS, PROTOCOLS, OtlpOption, otlp_processor, otlp_protocol
+from ._otlp_export import OtlpProcessor, OtlpStats, OtlpWarning
+from ._pull import APIS, parse_duration, parse_time, pull
+from ._push import push
+
+__all__ = [
+    "APIS",
+    "CAPTURE_CONTENT_ENV",
+    "OTLP_ENDPOINT_ENVS",
+    "PROTOCOLS",
+    "EndpointError",
+    "OtlpOption",
+    "OtlpProcessor",
+    "OtlpStats",
+    "OtlpWarning",
+    "otlp_processor",
+    "otlp_protocol",
+    "parse_duration",
+    "parse_headers",
+    "parse_time",
+    "pull",
+    "push",
+]

@@ -1,0 +1,126 @@
+"""What Jaeger's query API answers, as OTLP messages, redacted before they become a tape.
+
+``v3_messages`` reads an ``/api/v3`` answer (``{"result": TracesData}`` in protobuf JSON, one
+object or one per line when streamed; ids in base64); ``classic_messages`` reads the classic
+``{"data": [trace, ...]}`` through ``jaeger_otlp``. An answer of another shape is an
+``EndpointError`` that says which URL gave it.
+
+Recording redacts a value before it reaches a span; a trace exported by someone else may carry
+secrets in any attribute. ``redact_traces`` walks every attribute of a ``TracesData`` message
+(spans, events, links, resources, scopes) and the status messages, in place: a string that
+holds a JSON object or array is parsed and redacted as data (secret keys and secret-looking
+values, like captured arguments), any other string by the value patterns alone
+(``Redactor.redact_text``). Redaction is idempotent, so spans recorded by otel-agent-replay
+(already redacted) come through unchanged and keep their call keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import orjson
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+
+from otel_agent_replay.capture import Redactor
+from otel_agent_replay.tape import DECODE_ERRORS, decode_problem, otlp_from_jaeger
+
+from ._http import EndpointError, Response
+from ._otlp_json import traces_data
+
+__all__ = ["classic_messages", "redact_string", "redact_traces", "v3_messages"]
+
+
+def _json_values(got: Response) -> Iterable[Any]:
+    """The JSON value of an answer, or each line of a streamed one."""
+    try:
+        return [orjson.loads(got.body)]
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return [orjson.loads(line) for line in got.body.splitlines() if line.strip()]
+    except orjson.JSONDecodeError as exc:
+        raise EndpointError(f"pull: {got.url} did not answer JSON ({exc}): {got.excerpt()}") from None
+
+
+def v3_messages(got: Response) -> Iterator[TracesData]:
+    """The ``TracesData`` messages of an ``/api/v3`` answer (``{"result": ...}``, maybe one per line)."""
+    for value in _json_values(got):
+        result = value.get("result") if isinstance(value, dict) else None
+        if not isinstance(result, dict):
+            raise EndpointError(f'pull: {got.url} answered without a "result" (not Jaeger api/v3?): {got.excerpt()}')
+        try:
+            yield traces_data(result)
+        except DECODE_ERRORS as exc:
+            problem = decode_problem(exc, "is this a Jaeger query service?")
+            raise EndpointError(f"pull: {got.url}: {problem}") from None
+
+
+def classic_messages(got: Response) -> Iterator[TracesData]:
+    """The traces of a classic ``/api/traces`` answer (``{"data": [...]}``), one message per trace."""
+    for value in _json_values(got):
+        data = value.get("data") if isinstance(value, dict) else None
+        if not isinstance(data, list):
+            raise EndpointError(f'pull: {got.url} answered without "data" (not Jaeger\'s API?): {got.excerpt()}')
+        for trace in data:
+            try:
+                yield traces_data(otlp_from_jaeger(trace))
+            except DECODE_ERRORS as exc:
+                problem = decode_problem(exc, "is this a Jaeger query service?")
+                raise EndpointError(f"pull: {got.url}: {problem}") from None
+
+
+def redact_string(text: str, redactor: Redactor) -> str:
+    """A string attribute value, redacted: JSON data as data, other text by the value patterns."""
+    head = text.lstrip()[:1]
+    if head in ("{", "["):
+        try:
+            data = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return redactor.redact_text(text)
+        if not redactor.may_redact(text):
+            return text
+        cleaned = redactor(data)
+        return text if cleaned == data else orjson.dumps(cleaned).decode("utf-8")
+    return redactor.redact_text(text)
+
+
+def redact_traces(message: TracesData, redactor: Redactor) -> int:
+    """Redact every attribute and status message of ``message`` in place; how many values changed."""
+    changed = 0
+    for rs in message.resource_spans:
+        changed += _attributes(rs.resource.attributes, redactor)
+        for ss in rs.scope_spans:
+            changed += _attributes(ss.scope.attributes, redactor)
+            for span in ss.spans:
+                changed += _attributes(span.attributes, redactor)
+                for event in span.events:
+                    changed += _attributes(event.attributes, redactor)
+                for link in span.links:
+                    changed += _attributes(link.attributes, redactor)
+                if span.status.message:
+                    cleaned = redactor.redact_text(span.status.message)
+                    if cleaned != span.status.message:
+                        span.status.message = cleaned
+                        changed += 1
+    return changed
+
+
+def _attributes(items: Iterable[KeyValue], redactor: Redactor) -> int:
+    return sum(_value(kv.value, redactor) for kv in items)
+
+
+def _value(value: AnyValue, redactor: Redactor) -> int:
+    kind = value.WhichOneof("value")
+    if kind == "string_value":
+        cleaned = redact_string(value.string_value, redactor)
+        if cleaned != value.string_value:
+            value.string_value = cleaned
+            return 1
+        return 0
+    if kind == "array_value":
+        return sum(_value(item, redactor) for item in value.array_value.values)
+    if kind == "kvlist_value":
+        return _attributes(value.kvlist_value.values, redactor)
+    return 0

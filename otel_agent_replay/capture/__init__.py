@@ -1,0 +1,55 @@
+"""capture."""
+
+from __future__ import annotations
+
+from ._canonical import (
+    Binder,
+    bind_arguments,
+    canonical_json,
+    context_parameters,
+    dumps_canonical,
+    hash_text,
+    key_from_json,
+    make_binder,
+    normalize,
+)
+from ._payload import BlobStore, Limits
+from ._pipeline import (
+    DEFAULT_CAPTURE,
+    Capture,
+    CapturedArgs,
+    CapturedResult,
+    capture_args,
+    capture_json,
+    capture_result,
+    capture_value,
+    messages_json,
+    usage_tokens,
+)
+from ._redact import DEFAULT_REDACTOR, Redactor
+
+__all__ = [
+    "DEFAULT_CAPTURE",
+    "DEFAULT_REDACTOR",
+    "Binder",
+    "BlobStore",
+    "Capture",
+    "CapturedArgs",
+    "CapturedResult",
+    "Limits",
+    "Redactor",
+    "bind_arguments",
+    "canonical_json",
+    "capture_args",
+    "capture_json",
+    "capture_result",
+    "capture_value",
+    "context_parameters",
+    "dumps_canonical",
+    "hash_text",
+    "key_from_json",
+    "make_binder",
+    "messages_json",
+    "normalize",
+    "usage_tokens",
+]

@@ -1,0 +1,138 @@
+"""Turning call arguments and results into span attribute values.
+
+Order matters and is the same at record and replay: bind to the signature, make
+JSON-able, normalise (arguments only), redact, shorten, dump. Redaction happens before
+any value reaches a span attribute.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ._canonical import JSONValue, dumps_canonical, json_text, key_from_json, normalize, to_jsonable
+from ._payload import BlobStore, Limits, cap_json, shorten_strings
+from ._redact import DEFAULT_REDACTOR, Redactor
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """How values are captured: redaction, size caps, and where full payloads go."""
+
+    redactor: Redactor = DEFAULT_REDACTOR
+    limits: Limits = field(default_factory=Limits)
+    blobs: BlobStore | None = None
+
+
+DEFAULT_CAPTURE = Capture()
+
+
+@dataclass(frozen=True, slots=True)
+class CapturedArgs:
+    """Arguments ready for a span: canonical redacted JSON and the call key."""
+
+    json: str
+    call_key: str
+    value: JSONValue
+
+
+@dataclass(frozen=True, slots=True)
+class CapturedResult:
+    """A result ready for a span."""
+
+    json: str
+    sha256: str | None
+    """sha256 of the full redacted JSON, when the result was shortened."""
+    truncated: bool
+
+
+def capture_args(tool: str, bound: Mapping[str, Any], capture: Capture) -> CapturedArgs:
+    """Canonical, redacted arguments and their call key."""
+    value = normalize(to_jsonable(bound))
+    text = dumps_canonical(value)
+    if capture.redactor.may_redact(text):
+        value = capture.redactor(value)
+        text = dumps_canonical(value)
+    if len(text) > capture.limits.max_string:
+        value, cut = shorten_strings(value, capture.limits.max_string)
+        if cut:
+            text = dumps_canonical(value)
+    return CapturedArgs(json=text, call_key=key_from_json(tool, text), value=value)
+
+
+def capture_value(value: object, capture: Capture) -> JSONValue:
+    """A value made JSON-able and redacted."""
+    return capture.redactor(to_jsonable(value))
+
+
+def capture_json(value: object, capture: Capture, *, canonical: bool = False) -> str:
+    """A value (a run's input or output) as redacted JSON; canonical when asked."""
+    if canonical:
+        return dumps_canonical(capture.redactor(normalize(to_jsonable(value))))
+    return redacted_json(value, capture)
+
+
+def redacted_json(value: object, capture: Capture) -> str:
+    """The redacted JSON text of a value, not normalised (a result is given back as it was).
+
+    The fast path dumps once and checks the text; only text that may hold a secret is
+    parsed and walked by the redactor.
+    """
+    text = json_text(value)
+    if capture.redactor.may_redact(text):
+        text = orjson.dumps(capture.redactor(orjson.loads(text))).decode("utf-8")
+    return text
+
+
+def capture_result(result: object, capture: Capture) -> CapturedResult:
+    """Redacted result JSON, shortened when over the caps.
+
+    Only a shortened result carries ``sha256`` (of the full redacted JSON); then, when a
+    blob store is configured, the full redacted JSON is stored there under that hash.
+    """
+    full = redacted_json(result, capture)
+    limits = capture.limits
+    if len(full) <= limits.max_string:  # no string inside can be longer than the whole text
+        return CapturedResult(json=full, sha256=None, truncated=False)
+    short, cut = shorten_strings(orjson.loads(full), limits.max_string)
+    text = orjson.dumps(short).decode("utf-8") if cut else full
+    text, capped = cap_json(text, limits.max_result_bytes)
+    if not (cut or capped):
+        return CapturedResult(json=full, sha256=None, truncated=False)
+    digest = hashlib.sha256(full.encode("utf-8")).hexdigest()
+    if capture.blobs is not None:
+        capture.blobs.put(full)
+    return CapturedResult(json=text, sha256=digest, truncated=True)
+
+
+def usage_tokens(result: object) -> tuple[int | None, int | None]:
+    """Token usage from a model result's ``usage`` (mapping or attribute).
+
+    Reads ``input_tokens``/``output_tokens``, else ``prompt_tokens``/``completion_tokens``.
+    """
+    usage = result.get("usage") if isinstance(result, Mapping) else getattr(result, "usage", None)
+    if usage is None:
+        return None, None
+
+    def read(*names: str) -> int | None:
+        for name in names:
+            v = usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
+            if isinstance(v, int) and not isinstance(v, bool):
+                return v
+        return None
+
+    return read("input_tokens", "prompt_tokens"), read("output_tokens", "completion_tokens")
+
+
+def messages_json(value: JSONValue) -> str | None:
+    """JSON of the messages a model call's arguments or result carry, if any."""
+    if isinstance(value, dict):
+        for key in ("messages", "choices", "output"):
+            found = value.get(key)
+            if isinstance(found, list):
+                return orjson.dumps(found).decode("utf-8")
+    return None

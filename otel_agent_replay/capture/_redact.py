@@ -1,0 +1,389 @@
+"""Redaction at capture: secrets are removed from JSON data before it reaches any span attribute.
+
+A ``Redactor`` takes JSON data (the output of ``canonical.to_jsonable``) and returns a
+redacted copy. Three built-in passes run, then the user's processors:
+
+1. **Secret keys.** A dict key that names a secret (``password``, ``api_key``,
+   ``accessToken``, ``X-Api-Key``, ``Set-Cookie``, ...), at any depth and in any case or
+   spelling, keeps its key while its value, whatever its type, becomes ``"[REDACTED]"``.
+   Count-like keys (``max_tokens``, ``input_tokens``, ``token_count``, ``session_count``)
+   are not secrets: model arguments and usage survive. A value of None stays None (it
+   holds nothing, and ``canonical_json`` drops None-valued keys).
+2. **Header lists.** In a list of pairs (``[["Authorization", "Bearer x"], ...]``) or of
+   ``{"name": ..., "value": ...}`` / ``{"key": ..., "value": ...}`` entries, the value of a
+   pair whose name is a secret key becomes ``"[REDACTED]"``; the name is kept.
+3. **Value patterns.** Inside every string value, well-known token shapes (AWS, GitHub,
+   GitLab, OpenAI, Anthropic, Slack, Google, Stripe, JWT, ``Bearer <token>``, PEM private
+   keys, ``user:pass@`` in URLs, ``token=...``-style parameters) are replaced by
+   ``"[REDACTED:<name>]"`` and the rest of the string is kept. A string that is itself a
+   JSON object or array (a tool that returns ``json.dumps(...)``) is parsed and redacted
+   as data; it is re-serialised (compactly, by orjson) only when something was redacted.
+
+Placeholders are fixed strings, so redacting the same value twice gives the same result
+(redaction is idempotent) and a call key computed over redacted arguments is the same at
+record and at replay.
+
+Redaction never breaks the agent and fails closed: if a processor raises, the whole value
+becomes ``"[REDACTED:processor_error]"`` (and ``"[REDACTED:redaction_error]"`` if the
+built-in passes ever fail); nested deeper than 100 levels becomes ``"[REDACTED:too_deep]"``.
+Only the exception's type is logged, never its message, which may quote the secret.
+
+Known limits: dict keys are never scanned for value patterns; a bearer token is recognised
+in free text only when it holds a digit or is at least 20 characters long (so prose such as
+"a bearer token" is left alone), and only spelled ``Bearer``, ``bearer`` or ``BEARER``;
+free-text ``Basic`` credentials and header lines (``Authorization: ...`` inside a string)
+are not recognised. Under a secret key or header name every value is redacted.
+
+The rules themselves (secret key names, value patterns and their compilation) are in
+``otel_agent_replay.redact_rules``; this module walks JSON data and scans strings with them.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final, TypeAlias
+
+import orjson
+
+from otel_agent_replay.core import ConfigurationError
+
+from ._canonical import JSONValue, to_jsonable
+from ._redact_rules import (
+    MAX_ANCHOR_OFFSET,
+    PATTERN_NAMES,
+    CompiledRules,
+    compile_rules,
+    pattern_placeholder,
+)
+
+__all__ = [
+    "DEFAULT_REDACTOR",
+    "KEY_PLACEHOLDER",
+    "PATTERN_NAMES",
+    "RedactionProcessor",
+    "Redactor",
+    "pattern_placeholder",
+]
+
+_log = logging.getLogger("otel_agent_replay.redact")
+
+RedactionProcessor: TypeAlias = Callable[[JSONValue], JSONValue]
+"""A plain callable, structlog style: takes JSON data and returns new JSON data."""
+
+KEY_PLACEHOLDER: Final = "[REDACTED]"
+"""What the value of a secret key (or secret header) becomes."""
+
+_MAX_DEPTH: Final = 100
+_KEY_CACHE_SIZE: Final = 8192
+
+
+def _substitute(pattern: re.Pattern[str], placeholder: str, text: str) -> str:
+    def replace(match: re.Match[str]) -> str:
+        return placeholder if match.end() > match.start() else ""
+
+    return pattern.sub(replace, text)
+
+
+# --- the redactor ---------------------------------------------------------------------
+
+
+# may_redact: up to this length the word scan is cheaper than walking the strings.
+_SHORT_TEXT: Final = 256
+# may_redact: above this many strings the word scan is cheaper than walking them.
+_MANY_STRINGS: Final = 96
+# A header-pair name longer than this is checked with the word scan instead of as a key.
+_LONG_NAME: Final = 64
+# Objects with these fields may be name/value pairs ({"name": "Authorization", "value": ...}).
+_PAIR_NAME_FIELDS: Final = frozenset({"name", "key", "Name", "Key"})
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """Removes secrets from JSON data; call it on a value to get a redacted copy.
+
+    ``keys`` adds secret key names, matched like the defaults (case and separators
+    ignored, so ``"customer_ssn"`` also matches ``customerSSN``). ``patterns`` adds value
+    regexes (str or compiled); a match becomes ``"[REDACTED:custom_<n>]"``, ``n`` counting
+    from 1 in the order given. ``processors`` run in order after the built-in passes and
+    their return value is used. ``defaults=False`` turns off the built-in key names and
+    value patterns (header lists still follow ``keys``).
+
+    Invalid patterns raise ``ConfigurationError`` here, at construction, never later while
+    redacting. The instance is immutable and hashable; everything is compiled once.
+    """
+
+    keys: tuple[str, ...] = ()
+    patterns: tuple[str | re.Pattern[str], ...] = ()
+    processors: tuple[RedactionProcessor, ...] = ()
+    defaults: bool = True
+    _compiled: CompiledRules = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        keys = tuple(self.keys)
+        for key in keys:
+            if not isinstance(key, str):
+                raise ConfigurationError(f"Redactor key {key!r} is a {type(key).__name__}; pass key names as str.")
+        processors = tuple(self.processors)
+        for processor in processors:
+            if not callable(processor):
+                raise ConfigurationError(
+                    f"Redactor processor {processor!r} is not callable; pass functions that take "
+                    "JSON data and return JSON data."
+                )
+        object.__setattr__(self, "keys", keys)
+        object.__setattr__(self, "patterns", tuple(self.patterns))
+        object.__setattr__(self, "processors", processors)
+        object.__setattr__(self, "_compiled", compile_rules(keys, self.patterns, self.defaults))
+
+    def __call__(self, value: JSONValue) -> JSONValue:
+        """Return a redacted copy of ``value``.
+
+        Containers are always new (the input is never mutated nor aliased); strings with
+        nothing to redact are the same objects. Never raises: see the module docstring
+        for how failures fail closed.
+        """
+        try:
+            data = self._walk(value, 0)
+        except Exception as exc:  # fail closed: a redaction bug must neither leak nor raise
+            _log.warning("redaction failed (%s); the value was replaced", type(exc).__name__)
+            return pattern_placeholder("redaction_error")
+        for processor in self.processors:
+            try:
+                data = processor(data)
+            except Exception as exc:
+                _log.warning(
+                    "redaction processor %s raised %s; the value was replaced",
+                    getattr(processor, "__qualname__", type(processor).__qualname__),
+                    type(exc).__name__,
+                )
+                return pattern_placeholder("processor_error")
+        return data
+
+    def redact_text(self, text: str) -> str:
+        """Apply the value patterns (only) to one string; returns ``text`` itself if clean."""
+        return self._scan(text)
+
+    def may_redact(self, json_text: str) -> bool:
+        """Cheap check on the compact JSON text of some data: False only if redacting it would change nothing.
+
+        Lets capture skip the walk over a large clean value. Conservative: with user
+        patterns or processors (which may do anything) it always says True. Keys are found
+        in the text itself (a key is a string followed by ``:``, a header-pair name a string
+        between ``[`` and ``,``) and decided by ``is_secret_key``, as the walk decides them;
+        text with escaped quotes (JSON inside strings), name/value pair objects, or many
+        strings falls back to looking for the secret key words anywhere in it.
+        """
+        if self.patterns or self.processors:
+            return True
+        compiled = self._compiled
+        if any(guard in json_text and gate.search(json_text) is not None for guard, gate in compiled.prefilters):
+            return True
+        if not compiled.key_words:
+            return False
+        if len(json_text) <= _SHORT_TEXT:  # small arguments: the word scan is cheaper than the key walk
+            return self._has_key_word(json_text)
+        found = self._scan_keys(json_text) if json_text.count('"') <= 2 * _MANY_STRINGS else None
+        return self._has_key_word(json_text) if found is None else found
+
+    def _scan_keys(self, text: str) -> bool | None:
+        """Walk the strings of compact JSON text, deciding keys and header-pair names.
+
+        True: one of them is secret; False: none is; None: the text needs the word scan
+        (many strings, escaped quotes — JSON inside a string —, name/value pair objects).
+        """
+        find = text.find
+        cache = self._compiled.key_cache
+        pos = 0
+        for _ in range(_MANY_STRINGS):
+            start = find('"', pos)
+            if start < 0:
+                return False
+            end = find('"', start + 1)
+            if end < 0:
+                return None
+            if text[end - 1] == "\\":
+                return None  # an escaped quote: JSON inside a string, or a quote in a key
+            after = text[end + 1 : end + 2]
+            if after == ":" or (after == "," and text[start - 1 : start] == "["):
+                name = text[start + 1 : end]
+                if after == ":" and name in _PAIR_NAME_FIELDS:
+                    return None
+                if len(name) > _LONG_NAME:
+                    if self._has_key_word(name):
+                        return True
+                else:
+                    secret = cache.get(name)
+                    if secret is None:
+                        secret = self.is_secret_key(name)
+                    if secret:
+                        return True
+            pos = end + 1
+        return None
+
+    def _has_key_word(self, text: str) -> bool:
+        lowered = text.lower()
+        return any(word in lowered for word in self._compiled.key_words)
+
+    def is_secret_key(self, key: str) -> bool:
+        """Whether ``key`` names a secret (used for dict keys and header names)."""
+        cache = self._compiled.key_cache
+        secret = cache.get(key)
+        if secret is None:
+            secret = self._compiled.decide(key)
+            if len(cache) >= _KEY_CACHE_SIZE:
+                cache.clear()  # bounded: keys may be data (ids, URLs)
+            cache[key] = secret
+        return secret
+
+    # --- walking JSON data -----------------------------------------------------------
+
+    def _walk(self, value: JSONValue, depth: int) -> JSONValue:
+        kind = type(value)
+        if kind is str:
+            return self._string(value, depth)
+        if kind is dict:
+            return self._dict(value, depth)
+        if kind is list or kind is tuple:
+            return self._list(value, depth)
+        if value is None or kind is int or kind is float or kind is bool:
+            return value
+        return self._odd(value, depth)
+
+    def _odd(self, value: object, depth: int) -> JSONValue:
+        if isinstance(value, enum.Enum) or not isinstance(value, (str, int, float)):
+            if depth > _MAX_DEPTH:
+                return pattern_placeholder("too_deep")
+            # Not JSON data after all: serialise it by the project's one rule, then redact.
+            return self._walk(to_jsonable(value), depth + 1)
+        if isinstance(value, str):
+            return self._string(str.__str__(value), depth)
+        return value  # int and float subclasses hold no text
+
+    def _dict(self, value: dict[object, JSONValue], depth: int) -> JSONValue:
+        if depth > _MAX_DEPTH:
+            return pattern_placeholder("too_deep")
+        cache = self._compiled.key_cache
+        out: dict[object, JSONValue] = {}
+        for key, item in value.items():
+            if type(key) is str:
+                secret = cache.get(key)
+                if secret is None:
+                    secret = self.is_secret_key(key)
+            else:
+                secret = isinstance(key, str) and self.is_secret_key(key)
+            if secret:
+                out[key] = None if item is None else KEY_PLACEHOLDER
+            else:
+                out[key] = self._walk(item, depth + 1)
+        if "value" in value or "Value" in value:
+            # {"name": "Authorization", "value": "..."}: HAR headers, k8s env, AWS tags.
+            for name_field in ("name", "key", "Name", "Key"):
+                name = value.get(name_field)
+                if isinstance(name, str):
+                    if self.is_secret_key(name):
+                        for value_field in ("value", "Value"):
+                            if out.get(value_field) is not None:
+                                out[value_field] = KEY_PLACEHOLDER
+                    break
+        return out
+
+    def _list(self, value: list[JSONValue] | tuple[JSONValue, ...], depth: int) -> JSONValue:
+        if depth > _MAX_DEPTH:
+            return pattern_placeholder("too_deep")
+        out: list[JSONValue] = []
+        append = out.append
+        for item in value:
+            kind = type(item)
+            if (kind is list or kind is tuple) and len(item) == 2:
+                name = item[0]
+                if isinstance(name, str) and self.is_secret_key(name):
+                    # ["Authorization", "Bearer ..."]: a header pair
+                    append([name, None if item[1] is None else KEY_PLACEHOLDER])
+                    continue
+            append(self._walk(item, depth + 1))
+        return out
+
+    def _string(self, text: str, depth: int) -> JSONValue:
+        if (
+            len(text) > 1
+            and text[0] in "{["
+            and text[-1] in "}]"
+            and not text.startswith("[REDACTED")
+            and depth <= _MAX_DEPTH
+        ):
+            try:
+                parsed = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                pass
+            else:
+                redacted = self._walk(parsed, depth + 1)
+                if redacted == parsed:
+                    return text
+                return orjson.dumps(redacted).decode("utf-8")
+        return self._scan(text)
+
+    # --- scanning strings ------------------------------------------------------------
+
+    def _scan(self, text: str) -> str:
+        compiled = self._compiled
+        if len(text) >= compiled.min_len:
+            for guard, prefilter in compiled.prefilters:
+                if guard in text and prefilter.search(text) is not None:
+                    text = self._replace(text)
+                    break
+        for pattern, placeholder in compiled.separate:
+            if pattern.search(text) is not None:
+                text = _substitute(pattern, placeholder, text)
+        return text
+
+    def _replace(self, text: str) -> str:
+        compiled = self._compiled
+        gate, full = compiled.gate, compiled.full
+        if gate is None or full is None:
+            return text
+        parts: list[str] = []
+        copied = 0  # text[:copied] is in parts
+        pos = 0  # every position before pos has been tried as the start of a match
+        end = len(text)
+        while pos < end:
+            hit = gate.search(text, pos)
+            if hit is None:
+                break
+            anchor = hit.start()
+            # A match starts at most MAX_ANCHOR_OFFSET characters before its anchor, so
+            # trying those few positions finds the leftmost match, as finditer would,
+            # without running the full alternation at every position of the string.
+            start = max(pos, anchor - MAX_ANCHOR_OFFSET)
+            match = None
+            while start <= anchor:
+                match = full.match(text, start)
+                if match is not None and match.end() > match.start():
+                    break
+                match = None
+                start += 1
+            if match is None:
+                pos = anchor + 1
+                continue
+            name = match.lastgroup
+            if name is None:  # every branch has one named group; kept for safety
+                secret_start, secret_end = match.span()
+                placeholder = pattern_placeholder("secret")
+            else:
+                secret_start, secret_end = match.span(name)
+                placeholder = compiled.placeholders[name]
+            parts.append(text[copied:secret_start])
+            parts.append(placeholder)
+            copied = secret_end
+            pos = match.end()
+        if not parts:
+            return text
+        parts.append(text[copied:])
+        return "".join(parts)
+
+
+DEFAULT_REDACTOR: Final = Redactor()
+"""The redactor used when none is configured: default keys and patterns, no extras."""

@@ -1,0 +1,7 @@
+"""The ``otel-agent-replay`` command: the only subpackage that prints."""
+
+from __future__ import annotations
+
+from ._main import main
+
+__all__ = ["main"]

@@ -1,0 +1,190 @@
+"""The ``otel-agent-replay`` command: ``show``, ``demo``; ``diff``, ``stats``, ``check`` (cli_regress).
+
+``main(argv) -> int`` is the whole command, so it is tested by calling it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+from rich.console import Console
+from rich.markup import escape
+from rich.tree import Tree
+
+from otel_agent_replay.core import AgentReplayError
+from otel_agent_replay.tape import Run, Step, Tape, load_tape
+
+from . import _backends, _regress
+
+SHORT = 60
+
+
+def _short(text: str | None, limit: int = SHORT) -> str:
+    if text is None:
+        return "-"
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _ms(ns: int) -> str:
+    return f"{ns / 1e6:.1f} ms"
+
+
+def step_json(step: Step) -> dict[str, Any]:
+    """A step as plain JSON data for ``--json``."""
+    return {
+        "seq": step.seq,
+        "step_id": step.step_id,
+        "parent_step_id": step.parent_step_id,
+        "kind": step.kind,
+        "tool": step.tool,
+        "side_effect": step.side_effect,
+        "tool_version": step.tool_version,
+        "call_key": step.call_key,
+        "status": "error" if step.error else "ok",
+        "error": None if step.error is None else {"type": step.error.type, "message": step.error.message},
+        "duration_ms": round(step.duration_ns / 1e6, 3),
+        "args": step.args,
+        "result": step.result,
+        "result_truncated": step.result_truncated,
+    }
+
+
+def run_json(run: Run) -> dict[str, Any]:
+    """A run and its steps as plain JSON data for ``--json``."""
+    return {
+        "run_id": run.run_id,
+        "trace_id": run.trace_id,
+        "agent_name": run.agent_name,
+        "agent_version": run.agent_version,
+        "complete": run.complete,
+        "status": "error" if run.error else "ok",
+        "input": run.input,
+        "output": run.output,
+        "duration_ms": round((run.end_ns - run.start_ns) / 1e6, 3) if run.complete else None,
+        "steps": [step_json(s) for s in run.steps],
+    }
+
+
+def _step_label(step: Step) -> str:
+    status = "[red]error[/red]" if step.error else "[green]ok[/green]"
+    effect = step.side_effect or "undeclared"
+    if step.kind == "llm":
+        effect = "model"
+    colour = {"read_only": "cyan", "model": "magenta"}.get(effect, "yellow")
+    text = (
+        f"[bold]{step.seq}[/bold] {escape(step.step_id)}  [{colour}]{escape(effect)}[/{colour}]  {status}  "
+        f"{_ms(step.duration_ns)}\n    args {escape(_short(step.args_json))}"
+    )
+    if step.error:
+        text += f"\n    [red]{escape(step.error.type)}: {escape(_short(step.error.message))}[/red]"
+    else:
+        text += f"\n    result {escape(_short(step.result_json))}"
+    return text
+
+
+def render_run(run: Run) -> Tree:
+    """A run as a tree: each step under the step that caused it (parent_step_id)."""
+    state = "" if run.complete else "  [red](incomplete: the run span never reached the tape)[/red]"
+    head = (
+        f"[bold]run {escape(run.run_id)}[/bold]  agent {escape(run.agent_name or '?')}"
+        f"{' v' + escape(run.agent_version) if run.agent_version else ''}  "
+        f"{len(run.steps)} steps{state}"
+    )
+    root = Tree(head)
+    nodes: dict[str, Tree] = {}
+    for step in run.steps:
+        parent = nodes.get(step.parent_step_id, root)
+        nodes[step.step_id] = parent.add(_step_label(step))
+    if run.output_json is not None:
+        root.add(f"output {escape(_short(run.output_json, 100))}")
+    return root
+
+
+def show_tape(tape: Tape, console: Console) -> None:
+    """Print every run of a tape as a tree of steps."""
+    if not tape.runs:
+        console.print(f"{escape(tape.path)}: no runs")
+    for run in tape.runs:
+        console.print(render_run(run))
+    for warning in tape.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
+
+
+def _cmd_show(args: argparse.Namespace, out: Console, err: Console) -> int:
+    tape = load_tape(args.tape)
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps([run_json(r) for r in tape.runs], option=orjson.OPT_INDENT_2))
+        sys.stdout.buffer.write(b"\n")
+        sys.stdout.flush()
+    else:
+        show_tape(tape, out)
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from ._demo import run_demo
+
+    os.environ.setdefault("OTEL_SERVICE_NAME", "otel-agent-replay-demo")
+    passes = run_demo(args.out)
+    tape = Path(args.out) / "tapes" / "demo.jsonl"
+    out.print(f"[bold]1. record[/bold]: one run of the report-writer agent → {escape(str(tape))}")
+    show_tape(load_tape(tape), out)
+    for number, demo_pass in enumerate(passes[1:], start=2):
+        out.print(f"\n[bold]{number}. {escape(demo_pass.name)}[/bold]: {escape(demo_pass.summary)}")
+        shown = {k: v for k, v in demo_pass.stats.items() if v or k in _ALWAYS_SHOWN}
+        out.print("   stats " + ", ".join(f"{k}={v}" for k, v in shown.items()))
+        if demo_pass.error:
+            out.print(f"   [yellow]{escape(demo_pass.error.splitlines()[0])}[/yellow]")
+            for line in demo_pass.error.splitlines()[1:]:
+                out.print(f"   {escape(line)}")
+    out.print(f"\nview the recording again with: otel-agent-replay show {escape(str(tape))}")
+    return 0
+
+
+_ALWAYS_SHOWN = frozenset({"mode", "live_tool_calls", "real_side_effects", "drift_events"})
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the whole command."""
+    parser = argparse.ArgumentParser(
+        prog="otel-agent-replay",
+        description="Record AI agent runs as OpenTelemetry spans; look at the tapes.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    show = sub.add_parser("show", help="print each run of a tape as a tree of steps")
+    show.add_argument("tape", help="a tape: OTLP JSON Lines, OTLP JSON or Jaeger JSON")
+    show.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
+    show.set_defaults(handler=_cmd_show)
+    demo = sub.add_parser(
+        "demo", help="record a four-step demo agent, then replay it: as recorded, with drift, a miss, an override"
+    )
+    demo.add_argument("--out", default="demo-out", help="folder for the tape and the report (default: demo-out)")
+    demo.set_defaults(handler=_cmd_demo)
+    _regress.register(sub)
+    _backends.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    # Into a pipe or a file, lines are not wrapped: what is printed stays greppable.
+    out = Console(highlight=False, soft_wrap=not sys.stdout.isatty())
+    err = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
+    try:
+        return int(args.handler(args, out, err))
+    except AgentReplayError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,269 @@
+"""``compare(a, b)``: a semantic comparison of two runs, behaviour before data.
+
+The order separates what the agent did from what it got: same task; the step tree
+(tool names and causal parents) aligned by step_id; arguments (already normalised and
+redacted at capture); results; error types; side-effect calls; the final output. A
+``Policy`` says per JSON path what to ignore, how to normalise, and which lists are
+compared without regard to order.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from otel_agent_replay.tape import Run, Step, Tape, load_tape
+
+from ._diff import ABSENT, short
+
+DEFAULT_IGNORE: tuple[str, ...] = (
+    "*timestamp*",
+    "*_at",
+    "*.time",
+    "*request_id*",
+    "*requestid*",
+    "*trace_id*",
+    "*span_id*",
+    "*usage.*",
+    "*input_tokens",
+    "*output_tokens",
+    "*prompt_tokens",
+    "*completion_tokens",
+    "*total_tokens",
+)
+"""Paths ignored by default: timestamps, request and trace ids, token counts."""
+
+# The order in which kinds are reported: behaviour first, then data.
+KIND_ORDER: tuple[str, ...] = (
+    "run_count",
+    "task",
+    "input",
+    "step_missing",
+    "step_extra",
+    "tool",
+    "parent",
+    "args",
+    "result",
+    "error",
+    "side_effect",
+    "output",
+)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How values are compared, per JSON path.
+
+    Paths look like ``args.max_words``, ``result.items[2].id`` or ``output.summary``; a
+    pattern (fnmatch style) matches the path itself or ``tool:path`` (``search:result.*``).
+    ``ignore`` patterns are skipped (``strict`` patterns win over them); ``normalize``
+    maps a pattern to a callable applied to both values before they are compared;
+    ``unordered`` maps a pattern to the field that keys its list items (or None to
+    compare the list as a multiset).
+    """
+
+    ignore: tuple[str, ...] = DEFAULT_IGNORE
+    strict: tuple[str, ...] = ()
+    normalize: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
+    unordered: Mapping[str, str | None] = field(default_factory=dict)
+
+    def _matches(self, patterns: Iterable[str], path: str, tool: str) -> bool:
+        scoped = f"{tool}:{path}" if tool else path
+        return any(fnmatch.fnmatchcase(path, p) or fnmatch.fnmatchcase(scoped, p) for p in patterns)
+
+    def ignored(self, path: str, tool: str = "") -> bool:
+        """Whether differences at this path are ignored."""
+        return self._matches(self.ignore, path, tool) and not self._matches(self.strict, path, tool)
+
+    def normalizer(self, path: str, tool: str = "") -> Callable[[Any], Any] | None:
+        for pattern, fn in self.normalize.items():
+            if self._matches((pattern,), path, tool):
+                return fn
+        return None
+
+    def list_key(self, path: str, tool: str = "") -> tuple[bool, str | None]:
+        for pattern, key in self.unordered.items():
+            if self._matches((pattern,), path, tool):
+                return True, key
+        return False, None
+
+
+STRICT = Policy(ignore=())
+"""A policy that ignores nothing."""
+
+
+@dataclass(frozen=True, slots=True)
+class Divergence:
+    """One difference between two runs."""
+
+    kind: str
+    step: str
+    """The step_id it is about ("" for run-level differences)."""
+    path: str
+    left: Any
+    right: Any
+
+    def __str__(self) -> str:
+        where = f"{self.step} " if self.step else ""
+        at = f"{self.path}: " if self.path else ""
+        return f"[{self.kind}] {where}{at}{short(self.left)} → {short(self.right)}"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The divergences between two runs (or two tapes, run by run), behaviour first."""
+
+    left: str
+    right: str
+    divergences: tuple[Divergence, ...]
+
+    @property
+    def same(self) -> bool:
+        """True when nothing diverged (under the policy)."""
+        return not self.divergences
+
+    @property
+    def first(self) -> Divergence | None:
+        """The first divergence in report order, or None."""
+        return self.divergences[0] if self.divergences else None
+
+    def of_kind(self, kind: str) -> tuple[Divergence, ...]:
+        return tuple(d for d in self.divergences if d.kind == kind)
+
+    def __bool__(self) -> bool:
+        return not self.same
+
+    def __str__(self) -> str:
+        if self.same:
+            return f"{self.left} and {self.right}: no divergence"
+        lines = [f"{self.left} → {self.right}: {len(self.divergences)} divergence(s)"]
+        lines.extend(f"  {d}" for d in self.divergences)
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON data for machines."""
+        return {
+            "left": self.left,
+            "right": self.right,
+            "same": self.same,
+            "divergences": [
+                {"kind": d.kind, "step": d.step, "path": d.path, "left": _plain(d.left), "right": _plain(d.right)}
+                for d in self.divergences
+            ],
+        }
+
+
+def _plain(value: Any) -> Any:
+    return None if value is ABSENT else value
+
+
+RunSource = Run | Tape | str | os.PathLike[str]
+
+
+def _runs(source: RunSource) -> tuple[tuple[Run, ...], str]:
+    if isinstance(source, Run):
+        return (source,), f"run {source.run_id}"
+    tape = source if isinstance(source, Tape) else load_tape(source)
+    return tape.runs, tape.path
+
+
+def compare(a: RunSource, b: RunSource, policy: Policy | None = None) -> Comparison:
+    """Compare two runs (recorded vs replayed, version A vs B); tapes are compared run by run."""
+    policy = policy or Policy()
+    left_runs, left_name = _runs(a)
+    right_runs, right_name = _runs(b)
+    found: list[Divergence] = []
+    if len(left_runs) != len(right_runs):
+        found.append(Divergence("run_count", "", "runs", len(left_runs), len(right_runs)))
+    for left, right in zip(left_runs, right_runs, strict=False):
+        found.extend(_compare_runs(left, right, policy))
+    rank = {kind: i for i, kind in enumerate(KIND_ORDER)}
+    ordered = sorted(enumerate(found), key=lambda item: (rank.get(item[1].kind, len(rank)), item[0]))
+    return Comparison(left_name, right_name, tuple(d for _, d in ordered))
+
+
+def _compare_runs(left: Run, right: Run, policy: Policy) -> list[Divergence]:
+    out: list[Divergence] = []
+    if left.task != right.task and not policy.ignored("task"):
+        out.append(Divergence("task", "", "task", left.task, right.task))
+    out.extend(_values("input", "", "input", left.input, right.input, policy, ""))
+    right_steps = {s.step_id: s for s in right.steps}
+    left_ids = {s.step_id for s in left.steps}
+    for step in left.steps:
+        other = right_steps.get(step.step_id)
+        if other is None:
+            out.append(Divergence("step_missing", step.step_id, "", _step_face(step), ABSENT))
+            continue
+        out.extend(_compare_steps(step, other, policy))
+    for step in right.steps:
+        if step.step_id not in left_ids:
+            out.append(Divergence("step_extra", step.step_id, "", ABSENT, _step_face(step)))
+    out.extend(_values("output", "", "output", left.output, right.output, policy, ""))
+    return out
+
+
+def _step_face(step: Step) -> dict[str, Any]:
+    return {"tool": step.tool, "seq": step.seq, "args": step.args}
+
+
+def _compare_steps(left: Step, right: Step, policy: Policy) -> list[Divergence]:
+    sid = left.step_id
+    out: list[Divergence] = []
+    if (left.kind, left.tool) != (right.kind, right.tool):
+        out.append(Divergence("tool", sid, "tool", left.tool, right.tool))
+        return out
+    tool = left.tool
+    if left.parent_step_id != right.parent_step_id and not policy.ignored("parent_step_id", tool):
+        out.append(Divergence("parent", sid, "parent_step_id", left.parent_step_id, right.parent_step_id))
+    out.extend(_values("args", sid, "args", left.args, right.args, policy, tool))
+    left_error = left.error.type if left.error else None
+    right_error = right.error.type if right.error else None
+    if left_error != right_error:
+        out.append(Divergence("error", sid, "error", left_error, right_error))
+    elif left.error is None:
+        out.extend(_values("result", sid, "result", left.result, right.result, policy, tool))
+    if left.side_effect != right.side_effect and not policy.ignored("side_effect", tool):
+        out.append(Divergence("side_effect", sid, "side_effect", left.side_effect, right.side_effect))
+    return out
+
+
+def _values(kind: str, step: str, path: str, left: Any, right: Any, policy: Policy, tool: str) -> list[Divergence]:
+    if policy.ignored(path, tool):
+        return []
+    normalize = policy.normalizer(path, tool)
+    if normalize is not None:
+        left, right = normalize(left), normalize(right)
+    if isinstance(left, dict) and isinstance(right, dict):
+        out: list[Divergence] = []
+        for key in sorted(left.keys() | right.keys()):
+            out.extend(
+                _values(kind, step, f"{path}.{key}", left.get(key, ABSENT), right.get(key, ABSENT), policy, tool)
+            )
+        return out
+    if isinstance(left, list) and isinstance(right, list):
+        unordered, key_field = policy.list_key(path, tool)
+        if unordered:
+            left, right = _sorted_items(left, key_field), _sorted_items(right, key_field)
+        out = []
+        for i in range(max(len(left), len(right))):
+            a = left[i] if i < len(left) else ABSENT
+            b = right[i] if i < len(right) else ABSENT
+            out.extend(_values(kind, step, f"{path}[{i}]", a, b, policy, tool))
+        return out
+    if type(left) is type(right) and left == right:
+        return []
+    return [Divergence(kind, step, path, left, right)]
+
+
+def _sorted_items(items: list[Any], key_field: str | None) -> list[Any]:
+    def key(item: Any) -> bytes:
+        if key_field is not None and isinstance(item, dict):
+            return orjson.dumps(item.get(key_field), option=orjson.OPT_SORT_KEYS)
+        return orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
+
+    return sorted(items, key=key)

@@ -1,0 +1,43 @@
+"""instrumentation."""
+
+from __future__ import annotations
+
+from ._decorators import model_call, tool
+from ._runs import RunHandle, agent_run
+from ._runtime import RunState, StepIds, active_run, current_recording, current_replay, current_run
+from ._spec import ToolSpec, make_spec, positive_seconds, tool_spec
+from ._steps import (
+    Prepared,
+    StepInFlight,
+    call_recorded,
+    call_recorded_async,
+    prepare,
+    record_error,
+    start_step,
+    step_attributes,
+)
+
+__all__ = [
+    "Prepared",
+    "RunHandle",
+    "RunState",
+    "StepIds",
+    "StepInFlight",
+    "ToolSpec",
+    "active_run",
+    "agent_run",
+    "call_recorded",
+    "call_recorded_async",
+    "current_recording",
+    "current_replay",
+    "current_run",
+    "make_spec",
+    "model_call",
+    "positive_seconds",
+    "prepare",
+    "record_error",
+    "start_step",
+    "step_attributes",
+    "tool",
+    "tool_spec",
+]

@@ -1,0 +1,204 @@
+"""``agent_run``: one run of an agent as a parent span, and the handle it yields."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import inspect
+import uuid
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, TypeVar, cast
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import INVALID_SPAN, Link, Span, SpanKind
+
+from otel_agent_replay.capture import DEFAULT_CAPTURE, Capture, bind_arguments, capture_json, hash_text
+from otel_agent_replay.core import ConfigurationError
+from otel_agent_replay.core import attributes as A
+
+from ._runtime import (
+    ReplayHook,
+    RunState,
+    current_recording,
+    current_replay,
+    current_run,
+    current_step,
+    run_ended,
+    run_started,
+)
+from ._steps import record_error, tracer
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class RunHandle:
+    """The handle ``agent_run`` yields: ids of the run and ``set_output``."""
+
+    __slots__ = ("_capture", "_output_set", "agent_name", "output", "run_id", "span", "span_id", "trace_id")
+
+    def __init__(self, run_id: str, agent_name: str, span: Span, capture: Capture) -> None:
+        ctx = span.get_span_context()
+        self.run_id = run_id
+        self.agent_name = agent_name
+        self.span = span
+        self.trace_id = f"{ctx.trace_id:032x}"
+        self.span_id = f"{ctx.span_id:016x}"
+        self.output: object = None
+        self._output_set = False
+        self._capture = capture
+
+    def set_output(self, value: object) -> None:
+        """Record the run's final output (``agent_replay.output``)."""
+        self.output = value
+        self._output_set = True
+        self.span.set_attribute(A.OUTPUT, capture_json(value, self._capture))
+
+    def __repr__(self) -> str:
+        return f"RunHandle(run_id={self.run_id!r}, agent_name={self.agent_name!r}, trace_id={self.trace_id!r})"
+
+
+class agent_run:
+    """One run of an agent: a parent span ``invoke_agent {agent_name}`` for its steps.
+
+    Use as ``with agent_run("planner") as run:``, ``async with``, or as a decorator
+    (``@agent_run("planner")``: each call is a new run whose input is the call's
+    arguments and whose output is its return value). Inside an existing span the run
+    becomes that span's child.
+    """
+
+    def __init__(
+        self,
+        agent_name: str,
+        *,
+        run_id: str | None = None,
+        agent_version: str | None = None,
+        task: str | None = None,
+        input: object = None,
+        conversation_id: str | None = None,
+    ) -> None:
+        if not agent_name or not isinstance(agent_name, str):
+            raise ConfigurationError(f"agent_run needs an agent name (a non-empty string), got {agent_name!r}")
+        self.agent_name = agent_name
+        self.run_id = run_id
+        self.agent_version = agent_version
+        self.task = task
+        self.input = input
+        self.conversation_id = conversation_id
+        self._state: list[tuple[RunState, RunHandle, list[Callable[[], None]], ReplayHook | None]] = []
+
+    def _options(self, **changes: Any) -> agent_run:
+        kw: dict[str, Any] = {
+            "run_id": self.run_id,
+            "agent_version": self.agent_version,
+            "task": self.task,
+            "input": self.input,
+            "conversation_id": self.conversation_id,
+        }
+        kw.update(changes)
+        return agent_run(self.agent_name, **kw)
+
+    def __enter__(self) -> RunHandle:
+        recording = current_recording.get()
+        capture = cast(Capture, getattr(recording, "capture", DEFAULT_CAPTURE))
+        session = current_replay.get()
+        run_id = self.run_id or uuid.uuid4().hex
+        attrs: dict[str, Any] = {
+            A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
+            A.GEN_AI_AGENT_NAME: self.agent_name,
+            A.RUN_ID: run_id,
+            A.MODE: A.MODE_RECORD,
+            A.SCHEMA_VERSION_ATTR: A.SCHEMA_VERSION,
+            A.RECORDED_AT: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds"),
+        }
+        if self.conversation_id is not None:
+            attrs[A.GEN_AI_CONVERSATION_ID] = self.conversation_id
+        if self.agent_version is not None:
+            attrs[A.AGENT_VERSION] = self.agent_version
+        if self.task is not None:
+            attrs[A.TASK] = self.task
+        if self.input is not None:
+            text = capture_json(self.input, capture, canonical=True)
+            attrs[A.INPUT] = text
+            attrs[A.INPUT_HASH] = hash_text(text)
+        links: list[Link] = []
+        replay_run: object | None = None
+        if session is not None:
+            extra, links, replay_run = session.begin_run(self.agent_name, run_id)
+            attrs.update(extra)
+        undo: list[Callable[[], None]] = []
+        span: Span
+        if session is not None and not session.spans:
+            span = INVALID_SPAN
+        else:
+            span = tracer.start_span(
+                A.run_span_name(self.agent_name), kind=SpanKind.INTERNAL, attributes=attrs, links=links
+            )
+            ctx_token = otel_context.attach(trace.set_span_in_context(span))
+            undo.append(lambda: otel_context.detach(ctx_token))
+        state = RunState(run_id, self.agent_name, span, capture, recording)
+        state.replay = replay_run
+        handle = RunHandle(run_id, self.agent_name, span, capture)
+        run_token = current_run.set(state)
+        undo.append(lambda: current_run.reset(run_token))
+        step_token = current_step.set(None)
+        undo.append(lambda: current_step.reset(step_token))
+        run_started(state)
+        self._state.append((state, handle, undo, session))
+        return handle
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        state, handle, undo, session = self._state.pop()
+        run_ended(state)
+        try:
+            if exc is not None:
+                record_error(state.span, exc, state.capture.redactor)
+        finally:
+            for step in reversed(undo):
+                step()
+            state.span.end()
+            if session is not None and state.replay is not None:
+                session.end_run(state.replay, exc, handle.output)
+
+    async def __aenter__(self) -> RunHandle:
+        return self.__enter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+    def __call__(self, fn: F) -> F:
+        signature = inspect.signature(fn)
+
+        def run_for(args: tuple[Any, ...], kwargs: dict[str, Any]) -> agent_run:
+            if self.input is not None:
+                return self._options()
+            try:
+                bound = bind_arguments(signature, args, kwargs)
+            except TypeError:
+                bound = {}
+            return self._options(input=bound or None)
+
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                async with run_for(args, kwargs) as handle:
+                    result = await fn(*args, **kwargs)
+                    handle.set_output(result)
+                    return result
+
+            return cast(F, async_wrapper)
+
+        @functools.wraps(fn)
+        def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
+            with run_for(args, kwargs) as handle:
+                result = fn(*args, **kwargs)
+                handle.set_output(result)
+                return result
+
+        return cast(F, sync_wrapper)

@@ -1,0 +1,134 @@
+"""Per-run state and the context variables that carry it.
+
+The active run and the active recording travel in ``contextvars``, never in
+thread-locals: frameworks run sync tools in worker threads that receive a copy of the
+context, and run one turn's tool calls concurrently. A thread started without a copy
+of the context falls back to the only run active in the process, if there is exactly one.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from otel_agent_replay.capture import Capture
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Link, Span
+
+
+@dataclass(frozen=True, slots=True)
+class StepIds:
+    """Identity of a step, taken when it starts."""
+
+    seq: int
+    step_id: str
+    parent_step_id: str
+
+
+class RunState:
+    """The mutable state of one active run: counters behind a lock, not a clock."""
+
+    __slots__ = (
+        "_counts",
+        "_lock",
+        "_seq",
+        "agent_name",
+        "capture",
+        "last_model_step_id",
+        "recording",
+        "replay",
+        "run_id",
+        "span",
+    )
+
+    def __init__(self, run_id: str, agent_name: str, span: Span, capture: Capture, recording: object) -> None:
+        self.run_id = run_id
+        self.agent_name = agent_name
+        self.span = span
+        self.capture = capture
+        self.recording = recording
+        self.last_model_step_id = ""
+        self.replay: object | None = None
+        """The replay run this run is matched to, during a replay."""
+        self._seq = 0
+        self._counts: dict[tuple[str, str], int] = {}
+        self._lock = threading.Lock()
+
+    def next_step(self, name: str, enclosing_step_id: str | None) -> StepIds:
+        """Take the next seq and derive step_id and parent_step_id.
+
+        step_id is ``name#n`` (the nth call of that tool or model function in its scope),
+        prefixed by the enclosing step's id when steps nest: a step inserted elsewhere
+        does not shift it. parent_step_id is the enclosing step, else the most recent
+        finished model step of the run.
+        """
+        scope = enclosing_step_id or ""
+        with self._lock:
+            self._seq += 1
+            n = self._counts.get((scope, name), 0) + 1
+            self._counts[(scope, name)] = n
+            seq = self._seq
+            parent = enclosing_step_id if enclosing_step_id else self.last_model_step_id
+        step_id = f"{scope}/{name}#{n}" if scope else f"{name}#{n}"
+        return StepIds(seq=seq, step_id=step_id, parent_step_id=parent)
+
+    def model_step_done(self, step_id: str) -> None:
+        with self._lock:
+            self.last_model_step_id = step_id
+
+    @property
+    def steps_started(self) -> int:
+        return self._seq
+
+
+current_run: ContextVar[RunState | None] = ContextVar("agent_replay_run", default=None)
+current_step: ContextVar[str | None] = ContextVar("agent_replay_step", default=None)
+current_recording: ContextVar[object | None] = ContextVar("agent_replay_recording", default=None)
+
+_active_runs: set[RunState] = set()
+_active_lock = threading.Lock()
+
+
+def run_started(run: RunState) -> None:
+    with _active_lock:
+        _active_runs.add(run)
+
+
+def run_ended(run: RunState) -> None:
+    with _active_lock:
+        _active_runs.discard(run)
+
+
+def active_run() -> RunState | None:
+    """The run of this context, else the only run active in the process, else None."""
+    run = current_run.get()
+    if run is not None:
+        return run
+    with _active_lock:
+        if len(_active_runs) == 1:
+            return next(iter(_active_runs))
+    return None
+
+
+class ReplayHook(Protocol):
+    """What instrumentation asks of an active replay (implemented by ``replay.ReplaySession``)."""
+
+    spans: bool
+
+    def call(self, spec: Any, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any: ...
+
+    async def call_async(
+        self, spec: Any, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any: ...
+
+    def begin_run(self, agent_name: str, run_id: str) -> tuple[dict[str, Any], list[Link], object]: ...
+
+    def end_run(self, replay_run: object, error: BaseException | None, output: object) -> None: ...
+
+
+current_replay: ContextVar[ReplayHook | None] = ContextVar("agent_replay_replay", default=None)
+"""The active replay session, if any."""

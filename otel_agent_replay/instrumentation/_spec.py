@@ -1,0 +1,104 @@
+"""What a decorated tool or model function declared: ``ToolSpec`` and its checks."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import inspect
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from otel_agent_replay.capture import Binder, context_parameters, make_binder
+from otel_agent_replay.core import ConfigurationError
+from otel_agent_replay.core import attributes as A
+
+SPEC_ATTRIBUTE = "__agent_replay_tool__"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What a decorated tool or model function declared."""
+
+    name: str
+    kind: str
+    """``tool`` or ``llm``."""
+    side_effect: str | None
+    version: str | None
+    ttl: float | None
+    ignore: frozenset[str]
+    leave_out: frozenset[str]
+    signature: inspect.Signature
+    is_async: bool
+    provider: str | None = None
+    model: str | None = None
+    binder: Binder = field(init=False, compare=False, repr=False)
+    """Binds a call to the signature (see ``canonical.make_binder``); made from the fields above."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "binder", make_binder(self.signature, self.leave_out))
+
+    @property
+    def read_only(self) -> bool:
+        """True only for tools that declared ``side_effect="read_only"``."""
+        return self.side_effect == A.SIDE_EFFECT_READ_ONLY
+
+
+def tool_spec(fn: object) -> ToolSpec | None:
+    """The spec of a function decorated with ``@tool`` or ``@model_call``, else None."""
+    spec = getattr(fn, SPEC_ATTRIBUTE, None)
+    return spec if isinstance(spec, ToolSpec) else None
+
+
+def positive_seconds(value: float | _dt.timedelta | None, option: str) -> float | None:
+    """A duration option (seconds or a timedelta) as seconds; ``ConfigurationError`` unless positive."""
+    if value is None:
+        return None
+    seconds = value.total_seconds() if isinstance(value, _dt.timedelta) else float(value)
+    if seconds <= 0:
+        raise ConfigurationError(f"{option} must be positive, got {value!r}; give seconds or a timedelta")
+    return seconds
+
+
+def make_spec(
+    fn: Callable[..., Any],
+    *,
+    name: str | None,
+    kind: str,
+    side_effect: str | None,
+    version: str | None,
+    ttl: float | _dt.timedelta | None,
+    ignore: Iterable[str],
+    provider: str | None = None,
+    model: str | None = None,
+) -> ToolSpec:
+    """Check a tool's declaration and build its spec (``ConfigurationError`` when invalid)."""
+    if not callable(fn):
+        raise ConfigurationError(f"@{'tool' if kind == A.KIND_TOOL else 'model_call'} needs a function, got {fn!r}")
+    if side_effect is not None and side_effect not in A.SIDE_EFFECTS:
+        allowed = ", ".join(sorted(A.SIDE_EFFECTS))
+        raise ConfigurationError(
+            f"{getattr(fn, '__qualname__', fn)!r}: side_effect={side_effect!r} is not one of {allowed}"
+        )
+    signature = inspect.signature(fn)
+    ignored = frozenset([ignore] if isinstance(ignore, str) else ignore)
+    unknown = ignored - set(signature.parameters)
+    if unknown:
+        raise ConfigurationError(
+            f"{fn.__qualname__}: ignore= names {sorted(unknown)} that are not parameters "
+            f"(parameters: {list(signature.parameters)})"
+        )
+    is_method = "." in fn.__qualname__.rsplit("<locals>.", 1)[-1]
+    leave_out = context_parameters(signature, is_method=is_method) | ignored
+    return ToolSpec(
+        name=name or fn.__name__,
+        kind=kind,
+        side_effect=side_effect,
+        version=version,
+        ttl=positive_seconds(ttl, "ttl"),
+        ignore=ignored,
+        leave_out=leave_out,
+        signature=signature,
+        is_async=inspect.iscoroutinefunction(fn),
+        provider=provider,
+        model=model,
+    )

@@ -1,0 +1,232 @@
+"""The life of one step: bind and capture the call, start its span, finish or fail it.
+
+Recording and replay share this: a replayed call is prepared and spanned exactly like a
+recorded one, so a replay's spans are a full record of the replayed behaviour.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
+
+from otel_agent_replay.capture import (
+    CapturedArgs,
+    CapturedResult,
+    Redactor,
+    capture_args,
+    capture_result,
+    capture_value,
+    messages_json,
+    usage_tokens,
+)
+from otel_agent_replay.core import __version__
+from otel_agent_replay.core import attributes as A
+
+from ._runtime import RunState, StepIds, active_run, current_recording, current_run, current_step
+from ._spec import ToolSpec
+
+tracer = trace.get_tracer(A.INSTRUMENTATION_NAME, __version__)
+
+
+class StepInFlight:
+    """One step in flight: its span, its context tokens, and how to finish it."""
+
+    __slots__ = ("capture", "ids", "run", "span", "spec", "tokens")
+
+    def __init__(
+        self, spec: ToolSpec, run: RunState, ids: StepIds, span: Span, tokens: list[Callable[[], None]]
+    ) -> None:
+        self.spec = spec
+        self.run = run
+        self.ids = ids
+        self.span = span
+        self.tokens = tokens
+        self.capture = run.capture
+
+    def _close(self) -> None:
+        for undo in reversed(self.tokens):
+            undo()
+        self.span.end()
+        if self.spec.kind == A.KIND_LLM:
+            self.run.model_step_done(self.ids.step_id)
+
+    def finish(self, result: object, captured: CapturedResult | None = None) -> None:
+        """End the step with its result; ``captured`` when the result's JSON is already known."""
+        try:
+            if captured is None:
+                captured = capture_result(result, self.capture)
+            attrs: dict[str, Any] = {}
+            if self.spec.kind == A.KIND_TOOL:
+                attrs[A.GEN_AI_TOOL_CALL_RESULT] = captured.json
+            else:
+                attrs[A.MODEL_RESULT] = captured.json
+                inp, out = usage_tokens(result)
+                if inp is not None:
+                    attrs[A.GEN_AI_USAGE_INPUT_TOKENS] = inp
+                if out is not None:
+                    attrs[A.GEN_AI_USAGE_OUTPUT_TOKENS] = out
+                # The captured JSON is the redacted result already: parse it rather than redact again.
+                redacted = capture_value(result, self.capture) if captured.truncated else orjson.loads(captured.json)
+                messages = messages_json(redacted)
+                if messages is not None:
+                    attrs[A.GEN_AI_OUTPUT_MESSAGES] = messages
+            if captured.truncated:
+                attrs[A.RESULT_TRUNCATED] = True
+                attrs[A.RESULT_SHA256] = captured.sha256 or ""
+            self.span.set_attributes(attrs)
+        finally:
+            self._close()
+
+    def fail(self, exc: BaseException) -> None:
+        try:
+            record_error(self.span, exc, self.capture.redactor)
+        finally:
+            self._close()
+
+
+def record_error(span: Span, exc: BaseException, redactor: Redactor) -> None:
+    """Status ERROR and an ``exception`` event, with the message redacted."""
+    message = redactor.redact_text(str(exc))
+    span.add_event(
+        A.EXCEPTION_EVENT,
+        {A.EXCEPTION_TYPE: f"{type(exc).__module__}.{type(exc).__qualname__}", A.EXCEPTION_MESSAGE: message},
+    )
+    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {message}"))
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A call bound, captured and given its identity, before any span starts."""
+
+    run: RunState
+    ids: StepIds
+    captured: CapturedArgs
+    in_context: bool
+    """False when the call joined the only active run from a thread without its context."""
+
+
+def prepare(spec: ToolSpec, run: RunState, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Prepared:
+    """Bind and capture a call's arguments and take its seq and step ids.
+
+    Raises ``TypeError`` exactly as the call itself would when the arguments do not fit.
+    """
+    bound = spec.binder(args, kwargs)
+    captured = capture_args(spec.name, bound, run.capture)
+    in_context = current_run.get() is run
+    enclosing = current_step.get() if in_context else None
+    return Prepared(run, run.next_step(spec.name, enclosing), captured, in_context)
+
+
+def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]]:
+    """The span name and start attributes of a step."""
+    run, ids, captured = prep.run, prep.ids, prep.captured
+    if spec.kind == A.KIND_TOOL:
+        attrs: dict[str, Any] = {
+            A.GEN_AI_OPERATION_NAME: A.OP_EXECUTE_TOOL,
+            A.GEN_AI_TOOL_NAME: spec.name,
+            A.GEN_AI_TOOL_CALL_ID: f"{run.run_id}:{ids.seq}",
+            A.GEN_AI_TOOL_TYPE: A.TOOL_TYPE_FUNCTION,
+            A.GEN_AI_TOOL_CALL_ARGUMENTS: captured.json,
+        }
+        span_name = A.tool_span_name(spec.name)
+        if spec.side_effect is not None:
+            attrs[A.SIDE_EFFECT] = spec.side_effect
+    else:
+        model = spec.model or _model_from_args(captured.value) or spec.name
+        attrs = {A.GEN_AI_OPERATION_NAME: A.OP_CHAT, A.GEN_AI_REQUEST_MODEL: model, A.FUNCTION: spec.name}
+        if spec.provider:
+            attrs[A.GEN_AI_PROVIDER_NAME] = spec.provider
+        attrs[A.MODEL_ARGUMENTS] = captured.json
+        messages = messages_json(captured.value)
+        if messages is not None:
+            attrs[A.GEN_AI_INPUT_MESSAGES] = messages
+        span_name = A.model_span_name(model)
+    attrs[A.RUN_ID] = run.run_id
+    attrs[A.STEP_ID] = ids.step_id
+    attrs[A.PARENT_STEP_ID] = ids.parent_step_id
+    attrs[A.SEQ] = ids.seq
+    attrs[A.KIND] = spec.kind
+    attrs[A.CALL_KEY] = captured.call_key
+    if spec.version is not None:
+        attrs[A.TOOL_VERSION] = spec.version
+    if spec.ttl is not None:
+        expires = _dt.datetime.now(_dt.timezone.utc) + _dt.timedelta(seconds=spec.ttl)
+        attrs[A.EXPIRES_AT] = expires.isoformat(timespec="seconds")
+    return span_name, attrs
+
+
+def start_step(spec: ToolSpec, prep: Prepared, links: Sequence[Link] = ()) -> StepInFlight:
+    """Start the step's span as the current span; ``finish`` or ``fail`` ends it."""
+    run = prep.run
+    span_name, attrs = step_attributes(spec, prep)
+    undo: list[Callable[[], None]] = []
+    if current_recording.get() is not run.recording:
+        rec_token = current_recording.set(run.recording)
+        undo.append(lambda: current_recording.reset(rec_token))
+    parent_ctx = None if prep.in_context else trace.set_span_in_context(run.span)
+    span = tracer.start_span(span_name, context=parent_ctx, kind=SpanKind.INTERNAL, attributes=attrs, links=links)
+    ctx_token = otel_context.attach(trace.set_span_in_context(span, parent_ctx))
+    undo.append(lambda: otel_context.detach(ctx_token))
+    step_token = current_step.set(prep.ids.step_id)
+    undo.append(lambda: current_step.reset(step_token))
+    if not prep.in_context:
+        run_token = current_run.set(run)
+        undo.append(lambda: current_run.reset(run_token))
+    return StepInFlight(spec, run, prep.ids, span, undo)
+
+
+def _begin(spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepInFlight | None:
+    """Start a recorded step, or return None when there is no run to record it in."""
+    run = active_run()
+    if run is None:
+        return None
+    try:
+        prep = prepare(spec, run, args, kwargs)
+    except TypeError:
+        return None  # the call itself will raise the same TypeError
+    return start_step(spec, prep)
+
+
+def _model_from_args(value: object) -> str | None:
+    if isinstance(value, dict):
+        model = value.get("model")
+        if isinstance(model, str) and model:
+            return model
+    return None
+
+
+def call_recorded(spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run the real function, as a recorded step when a run is active."""
+    step = _begin(spec, args, kwargs)
+    if step is None:
+        return fn(*args, **kwargs)
+    try:
+        result = fn(*args, **kwargs)
+    except BaseException as exc:
+        step.fail(exc)
+        raise
+    step.finish(result)
+    return result
+
+
+async def call_recorded_async(
+    spec: ToolSpec, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """``call_recorded`` for coroutine functions."""
+    step = _begin(spec, args, kwargs)
+    if step is None:
+        return await fn(*args, **kwargs)
+    try:
+        result = await fn(*args, **kwargs)
+    except BaseException as exc:
+        step.fail(exc)
+        raise
+    step.finish(result)
+    return result

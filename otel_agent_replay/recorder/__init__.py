@@ -1,0 +1,7 @@
+"""recorder."""
+
+from __future__ import annotations
+
+from ._record import Recording, record
+
+__all__ = ["Recording", "record"]

@@ -1,0 +1,251 @@
+"""``record(path)``: append the runs started inside it to a tape.
+
+The spans reach the tape through a span processor of our own that writes each span
+as it ends, in the thread that ends it: nothing waits in a queue that could drop it.
+One such processor (the router) is added once to the application's tracer provider
+and sends each span to the recording its run was started in; the provider is never
+replaced. When the application has no SDK provider, ``record`` sets one up.
+
+The recording's spans can also go to an OTLP endpoint (``otlp=``, or the
+``OTEL_EXPORTER_OTLP_*`` variables when ``record`` set up the provider): see ``otlp``. That
+side is batched and bounded, and never holds up the tape or the agent.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+import weakref
+from contextvars import Token
+from pathlib import Path
+from types import TracebackType
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.exporter.agent_replay_tape import ExporterStats, TapeSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+
+from otel_agent_replay.backends import OtlpOption, OtlpProcessor, OtlpStats, OtlpWarning, otlp_processor
+from otel_agent_replay.capture import DEFAULT_REDACTOR, BlobStore, Capture, Limits, Redactor
+from otel_agent_replay.core import ConfigurationError
+from otel_agent_replay.core import attributes as A
+from otel_agent_replay.instrumentation import current_recording
+
+
+class Recording:
+    """An open recording: where its spans go and how values are captured."""
+
+    def __init__(
+        self, path: Path, exporter: TapeSpanExporter, capture: Capture, otlp: OtlpProcessor | None = None
+    ) -> None:
+        self.path = path
+        self.exporter = exporter
+        self.capture = capture
+        self.otlp = otlp
+        """The OTLP side of this recording, or None when its spans go to the tape only."""
+        self.open = True
+
+    @property
+    def stats(self) -> ExporterStats:
+        """The tape exporter's counters (written, pending, dropped, failures)."""
+        return self.exporter.stats
+
+    @property
+    def otlp_stats(self) -> OtlpStats | None:
+        """The OTLP counters (queued, exported, failed, unconfirmed, last error), or None without OTLP."""
+        return None if self.otlp is None else self.otlp.stats
+
+    def write(self, span: ReadableSpan) -> None:
+        """Append a finished span to the tape, then queue it for OTLP (which never blocks)."""
+        self.exporter.export((span,))
+        if self.otlp is not None:
+            self.otlp.on_end(span)
+
+
+class _Router(SpanProcessor):
+    """Sends the spans of recorded runs (and everything under them) to their recording."""
+
+    def __init__(self) -> None:
+        self._spans: dict[int, Recording] = {}
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        ctx = span.get_span_context()
+        parent = span.parent
+        rec = self._spans.get(parent.span_id) if parent is not None else None
+        if rec is None:
+            attrs = span.attributes
+            if attrs and attrs.get(A.GEN_AI_OPERATION_NAME) == A.OP_INVOKE_AGENT and A.RUN_ID in attrs:
+                found = current_recording.get()
+                rec = found if isinstance(found, Recording) else None
+        if rec is not None and rec.open:
+            self._spans[ctx.span_id] = rec
+
+    def on_end(self, span: ReadableSpan) -> None:
+        ctx = span.get_span_context()
+        if ctx is None:
+            return
+        rec = self._spans.pop(ctx.span_id, None)
+        if rec is not None:
+            rec.write(span)
+
+    def shutdown(self) -> None:
+        self._spans.clear()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+_routers: weakref.WeakKeyDictionary[TracerProvider, _Router] = weakref.WeakKeyDictionary()
+_ours: weakref.WeakSet[TracerProvider] = weakref.WeakSet()
+"""Providers ``record`` set up itself: only for these do the OTLP variables add an OTLP side."""
+_setup_lock = threading.Lock()
+
+
+def ensure_provider() -> TracerProvider:
+    """The application's SDK tracer provider, or a new one set up as the global provider."""
+    with _setup_lock:
+        current = trace.get_tracer_provider()
+        if isinstance(current, TracerProvider):
+            return current
+        if not isinstance(current, trace.ProxyTracerProvider):
+            raise ConfigurationError(
+                f"the application's tracer provider is a {type(current).__qualname__}, not the "
+                "OpenTelemetry SDK's TracerProvider, so record() cannot add its tape processor to it; "
+                "use opentelemetry.sdk.trace.TracerProvider"
+            )
+        provider = TracerProvider(resource=Resource.create())
+        trace.set_tracer_provider(provider)
+        current = trace.get_tracer_provider()
+        if not isinstance(current, TracerProvider):  # pragma: no cover - another thread won the race
+            raise ConfigurationError("the global tracer provider could not be set up")
+        if current is provider:
+            _ours.add(provider)
+        return current
+
+
+def _router_for(provider: TracerProvider) -> _Router:
+    with _setup_lock:
+        router = _routers.get(provider)
+        if router is None:
+            router = _Router()
+            provider.add_span_processor(router)
+            _routers[provider] = router
+        return router
+
+
+class record:
+    """Append the runs started inside this block to the tape at ``path``.
+
+    Options: ``redactor`` (a ``Redactor``; redaction is on by default), ``max_string``
+    and ``max_result_bytes`` (size caps), ``store_full_payloads`` (keep shortened values
+    whole beside the tape, named by hash), ``fsync`` (fsync on exit and per write).
+    On exit the tape is flushed and durable; what could not be written is reported.
+
+    OTLP: ``otlp`` is an endpoint URL (``http://localhost:4318``), True (the
+    ``OTEL_EXPORTER_OTLP_*`` variables, or OpenTelemetry's default endpoint), an OpenTelemetry
+    ``SpanExporter``, or False; None (the default) follows the variables when ``record`` set up
+    the tracer provider. ``otlp_content`` sends arguments, results and messages too (None: the
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` switch); the tape always has them.
+    On exit the OTLP side is flushed for at most ``otlp_flush_timeout`` seconds (at once when
+    the endpoint refuses connections); spans it could not send are counted in
+    ``Recording.otlp_stats`` and reported with an ``OtlpWarning``.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        redactor: Redactor | None = None,
+        max_string: int | None = None,
+        max_result_bytes: int | None = None,
+        store_full_payloads: bool = False,
+        fsync: bool = False,
+        otlp: OtlpOption = None,
+        otlp_content: bool | None = None,
+        otlp_flush_timeout: float = 5.0,
+    ) -> None:
+        self.path = Path(path)
+        if self.path.is_dir():
+            raise ConfigurationError(f"record({str(path)!r}): that is a folder; give the tape's file path")
+        defaults = Limits()
+        limits = Limits(
+            max_string=max_string if max_string is not None else defaults.max_string,
+            max_result_bytes=max_result_bytes if max_result_bytes is not None else defaults.max_result_bytes,
+        )
+        if limits.max_string < 16 or limits.max_result_bytes < 64:
+            raise ConfigurationError(f"size caps too small: {limits}; max_string >= 16, max_result_bytes >= 64")
+        blobs = BlobStore(self.path.with_name(self.path.name + ".blobs")) if store_full_payloads else None
+        self.capture = Capture(redactor=redactor or DEFAULT_REDACTOR, limits=limits, blobs=blobs)
+        self.fsync = fsync
+        if not isinstance(otlp_flush_timeout, (int, float)) or otlp_flush_timeout < 0:
+            raise ConfigurationError(f"record(otlp_flush_timeout={otlp_flush_timeout!r}): give seconds, 0 or more")
+        self.otlp = otlp
+        self.otlp_content = otlp_content
+        self.otlp_flush_timeout = float(otlp_flush_timeout)
+        self._stack: list[tuple[Recording, Token[object | None]]] = []
+
+    def __enter__(self) -> Recording:
+        provider = ensure_provider()
+        _router_for(provider)
+        otlp = otlp_processor(
+            self.otlp,
+            provider_is_ours=provider in _ours,
+            capture_content=self.otlp_content,
+            flush_timeout=self.otlp_flush_timeout,
+        )
+        exporter = TapeSpanExporter(self.path, fsync=self.fsync)
+        rec = Recording(self.path, exporter, self.capture, otlp)
+        token = current_recording.set(rec)
+        self._stack.append((rec, token))
+        return rec
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        rec, token = self._stack.pop()
+        current_recording.reset(token)
+        rec.open = False
+        rec.exporter.force_flush()
+        rec.exporter.shutdown()
+        lost = rec.stats.spans_dropped
+        if lost:
+            warnings.warn(
+                f"{rec.path}: {lost} span(s) could not be written to the tape (see the log for why)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        if rec.otlp is not None:
+            _close_otlp(rec, rec.otlp)
+
+    async def __aenter__(self) -> Recording:
+        return self.__enter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+
+def _close_otlp(rec: Recording, otlp: OtlpProcessor) -> None:
+    """Flush and close the OTLP side (bounded); warn about spans that did not get there."""
+    stats = otlp.close()
+    missing = stats.failed + stats.unconfirmed
+    if not missing:
+        return
+    counts = [f"{stats.failed} failed"] if stats.failed else []
+    if stats.unconfirmed:
+        counts.append(f"{stats.unconfirmed} unanswered after {otlp.flush_timeout:g}s")
+    why = f": {stats.last_error}" if stats.last_error else ""
+    where = otlp.endpoint or "the OTLP exporter"
+    target = otlp.endpoint or "URL"
+    if otlp.endpoint and otlp.protocol == "grpc":
+        target += " --protocol grpc"
+    warnings.warn(
+        f"OTLP export to {where}: {missing} of {stats.queued} span(s) were not confirmed "
+        f"({', '.join(counts)}){why}. The tape {rec.path} has every span; send them later with: "
+        f"otel-agent-replay push {rec.path} --endpoint {target}",
+        OtlpWarning,
+        stacklevel=3,
+    )

@@ -1,0 +1,103 @@
+"""The replay errors' messages: what happened, both sides, where, and the fix.
+
+In the manner of good cassette libraries: name the run and position, show the
+recorded and live arguments with the field-level difference, list the nearest
+recordings, and end with the command or option that fixes it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from otel_agent_replay.comparison import describe, json_changes, short
+from otel_agent_replay.core import SideEffectRefused, TapeDrift, TapeMiss, TapeUnused
+from otel_agent_replay.tape import Step
+
+if TYPE_CHECKING:
+    from otel_agent_replay.instrumentation import Prepared, ToolSpec
+
+_LONG = 160
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 21st …"""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def _run_label(bound: Any) -> str:
+    index = getattr(bound, "index", None)
+    if index is None:
+        return "a run the tape does not have"
+    run = index.run
+    return f"run {run.run_id} ({run.agent_name or 'agent'})"
+
+
+def drift_error(bound: Any, recorded: Step, spec: ToolSpec, prep: Prepared, n: int, mode: str) -> TapeDrift:
+    """Same tool at the same position, other arguments."""
+    changes = json_changes(recorded.args, prep.captured.value)
+    return TapeDrift(
+        f"drift in {_run_label(bound)}: the {ordinal(n)} call of {spec.name} (live seq {prep.ids.seq}, "
+        f"recorded seq {recorded.seq}) has other arguments than recorded\n"
+        f"  recorded {recorded.call_key}  {short(recorded.args, _LONG)}\n"
+        f"  live     {prep.captured.call_key}  {short(prep.captured.value, _LONG)}\n"
+        f"  differs  {describe(changes)}\n"
+        f"Replay mode {mode!r}: drift is the regression signal and is never recorded over. If the change is "
+        "intended, re-record the tape with replay(..., mode='all') (or delete it and use mode='once')."
+    )
+
+
+def miss_error(bound: Any, spec: ToolSpec, prep: Prepared, n: int, mode: str, tape_path: str | None) -> TapeMiss:
+    """Neither the key nor the position is on the tape."""
+    index = getattr(bound, "index", None)
+    lines = [
+        f"miss in {_run_label(bound)}: the {ordinal(n)} call of {spec.name} (live seq {prep.ids.seq}) is not on "
+        f"the tape {tape_path or ''}".rstrip(),
+        f"  live     {prep.captured.call_key}  {short(prep.captured.value, _LONG)}",
+    ]
+    nearest = index.nearest(spec.name, prep.captured.value) if index is not None else []
+    if nearest:
+        lines.append(f"  nearest recorded calls of {spec.name}:")
+        for step, changes in nearest:
+            lines.append(f"    seq {step.seq} {step.step_id}  {describe(changes, 4)}")
+    else:
+        lines.append(f"  the recorded run has no call of {spec.name}")
+    if spec.side_effect == "read_only":
+        fix = (
+            "replay with mode='new_episodes' to run it once, live, and append it to the tape; or serve it "
+            f"with fallbacks={{{spec.name!r}: fake}}; or re-record the tape with mode='all'."
+        )
+    else:
+        fix = (
+            f"{spec.name} is not read-only, so no mode runs it during a replay: re-record the tape with "
+            f"mode='all', or serve it with fallbacks={{{spec.name!r}: fake}}."
+        )
+    lines.append(f"Replay mode {mode!r}. To fix: {fix}")
+    return TapeMiss("\n".join(lines))
+
+
+def refused_error(tool: str, declared: str | None, run_id: str) -> SideEffectRefused:
+    """A tool that is not read-only was called during a replay."""
+    what = f"declares side_effect={declared!r}" if declared else "declares no side effect (treated as not read-only)"
+    fix = (
+        f"To get its recorded result without running it, pass stub=({tool!r},) or side_effects='stub'."
+        if declared
+        else f"If it only reads, declare it: @tool(side_effect='read_only') or replay(..., declare={{{tool!r}: "
+        f"'read_only'}}); to get its recorded result without running it, pass stub=({tool!r},)."
+    )
+    where = f" in run {run_id}" if run_id else ""
+    return SideEffectRefused(f"{tool}{where} {what}, so it never runs during a replay. {fix}")
+
+
+def unused_error(unused: list[tuple[str, Step]], tape_path: str | None) -> TapeUnused:
+    """Recorded steps the replay never asked for."""
+    lines = [f"{len(unused)} recorded step(s) on {tape_path or 'the tape'} were never called:"]
+    for run_id, step in unused[:12]:
+        lines.append(f"  run {run_id} seq {step.seq} {step.step_id}  {short(step.args, 80)}")
+    if len(unused) > 12:
+        lines.append(f"  … and {len(unused) - 12} more")
+    lines.append(
+        "The agent took a shorter path than recorded. If that is intended, re-record (mode='all') or pass "
+        "allow_unused=True."
+    )
+    return TapeUnused("\n".join(lines))

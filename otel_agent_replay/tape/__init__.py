@@ -1,0 +1,21 @@
+"""tape."""
+
+from __future__ import annotations
+
+from ._jaeger_otlp import otlp_from_jaeger
+from ._load import iter_spans, load_tape
+from ._span import DECODE_ERRORS, SpanDataError, decode_problem
+from ._values import Run, Step, StepError, Tape
+
+__all__ = [
+    "DECODE_ERRORS",
+    "Run",
+    "SpanDataError",
+    "Step",
+    "StepError",
+    "Tape",
+    "decode_problem",
+    "iter_spans",
+    "load_tape",
+    "otlp_from_jaeger",
+]

@@ -1,0 +1,316 @@
+"""Load a tape: our OTLP JSON Lines, the Collector's file export, OTLP JSON, or Jaeger JSON.
+
+``load_tape(path)`` reads a file of finished spans and builds a ``Tape`` (runs → steps);
+``iter_spans(path)`` is the layer below it: every span of the file, GenAI or not, as a
+``SpanRecord``. The format is detected from the file itself and loading is strict: see
+``tape_read`` (formats, strict JSON, the torn last line), ``span_decode`` and ``jaeger_decode``
+(one span each). This module turns span records into runs and steps:
+
+- a span of ours (``agent_replay.*`` attributes) carries its run, seq, step id and call key;
+- a foreign GenAI span (``execute_tool``, or ``chat`` marked as a model step) joins the run of
+  its ``run_id``, else the run span nearest above it, else a run per trace; its seq, step id and
+  call key are computed here. A foreign tool span directly around or inside a step of ours with
+  the same tool is the same call seen by a second instrumentation, not a step;
+- a tool or model span without recorded arguments cannot be replayed: it is skipped with a
+  ``TapeWarning``.
+
+Arguments and results stay the JSON text they are in the span (``model.Step`` parses them on
+access); the garbage collector is paused during the load.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from operator import attrgetter
+from typing import Any
+
+from otel_agent_replay.capture import canonical_json
+from otel_agent_replay.core.attributes import (
+    CALL_KEY,
+    FUNCTION,
+    GEN_AI_OPERATION_NAME,
+    GEN_AI_TOOL_CALL_ARGUMENTS,
+    GEN_AI_TOOL_NAME,
+    KIND,
+    KIND_LLM,
+    KIND_TOOL,
+    MODEL_ARGUMENTS,
+    OP_CHAT,
+    OP_EXECUTE_TOOL,
+    OP_INVOKE_AGENT,
+    RUN_ID,
+    SEQ,
+    STEP_ID,
+)
+
+from ._build import (
+    complete_run,
+    foreign_call_key,
+    incomplete_run,
+    make_step,
+    name_suffix,
+    text_or_none,
+)
+from ._read import TapeReader, paused_gc
+from ._span import SpanRecord, int_or_none
+from ._values import Run, Step, Tape
+
+__all__ = ["SpanRecord", "iter_spans", "load_tape"]
+
+_SpanKey = tuple[str, str]  # (trace id, span id)
+
+
+def load_tape(path: str | os.PathLike[str]) -> Tape:
+    """Load a tape file (any supported format, detected automatically) into a ``Tape``.
+
+    Raises ``TapeNotFoundError`` when the file does not exist and ``TapeFormatError``
+    (message ``file:line: what is wrong; the fix``) when it is malformed. An unterminated last
+    line that does not parse is skipped with a ``TapeWarning`` and listed in ``Tape.warnings``.
+    An empty file is a tape without runs.
+    """
+    reader = TapeReader(os.fspath(path))
+    with paused_gc():
+        runs = _RunBuilder(reader).build()
+    return Tape(path=reader.path, runs=runs, warnings=tuple(reader.warnings))
+
+
+def iter_spans(path: str | os.PathLike[str]) -> Iterator[SpanRecord]:
+    """Every span of a trace file, in file order, whatever its kind (GenAI or not).
+
+    The lower layer of ``load_tape``: same format detection, same strictness, same warnings.
+    """
+    return TapeReader(os.fspath(path)).spans()
+
+
+# --- spans → runs and steps ------------------------------------------------------
+
+
+class _PendingStep:
+    """A step span that lacks some of our attributes (a foreign span): finished once its run is known."""
+
+    __slots__ = ("args_json", "index", "kind", "record", "seq", "start_ns", "tool")
+
+    def __init__(self, index: int, kind: str, record: SpanRecord, tool: str, args_json: str, seq: Any) -> None:
+        self.index = index
+        self.kind = kind
+        self.record = record
+        self.tool = tool
+        self.args_json = args_json
+        self.seq = int_or_none(seq)
+        self.start_ns = record.start_ns
+
+
+class _RunParts:
+    """What is known about one run while the file is read."""
+
+    __slots__ = ("first", "pending", "record", "steps")
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+        self.record: SpanRecord | None = None
+        self.steps: list[Step] = []
+        self.pending: list[_PendingStep] = []
+
+
+class _RunBuilder:
+    """Sorts the spans of one file into runs while it is read, then builds the runs."""
+
+    def __init__(self, reader: TapeReader) -> None:
+        self.reader = reader
+        self.runs: dict[str, _RunParts] = {}
+        self.parents: dict[_SpanKey, str] = {}
+        self.run_of_span: dict[_SpanKey, str] = {}
+        self.orphans: list[_PendingStep] = []  # foreign steps: their run is found once every span is read
+        self.step_lines: dict[_SpanKey, int] = {}
+        self.without_arguments = 0
+
+    def build(self) -> tuple[Run, ...]:
+        """Read every span, then the runs in order of first appearance."""
+        for index, record in enumerate(self.reader.spans(), start=1):
+            self._add(index, record)
+        if self.without_arguments:
+            self.reader.warn(
+                f"{self.reader.path}: skipped {self.without_arguments} tool or model span(s) without recorded "
+                f"arguments ({GEN_AI_TOOL_CALL_ARGUMENTS} / {MODEL_ARGUMENTS}): they cannot be replayed. "
+                f"Turn on content capture in the instrumentation that wrote them, or record with "
+                f"otel-agent-replay."
+            )
+        self._place_orphans()
+        out: list[Run] = []
+        for run_id, parts in sorted(self.runs.items(), key=lambda item: item[1].first):
+            steps = _ordered_steps(run_id, parts)
+            if parts.record is not None:
+                out.append(complete_run(run_id, parts.record, steps))
+            else:
+                out.append(incomplete_run(run_id, steps))
+        return tuple(out)
+
+    def _parts(self, run_id: str, index: int) -> _RunParts:
+        parts = self.runs.get(run_id)
+        if parts is None:
+            parts = self.runs[run_id] = _RunParts(index)
+        return parts
+
+    def _add(self, index: int, record: SpanRecord) -> None:
+        key = (record.trace_id, record.span_id)
+        self.parents[key] = record.parent_span_id
+        attrs = record.attributes
+        op = attrs.get(GEN_AI_OPERATION_NAME)
+        if op is None:
+            return
+        if op == OP_EXECUTE_TOOL:
+            kind = KIND_TOOL
+            args = attrs.get(GEN_AI_TOOL_CALL_ARGUMENTS)
+            tool = attrs.get(GEN_AI_TOOL_NAME)
+            if tool is None:
+                tool = name_suffix(record.name, OP_EXECUTE_TOOL)
+        elif op == OP_CHAT and attrs.get(KIND) == KIND_LLM:
+            kind = KIND_LLM
+            args = attrs.get(MODEL_ARGUMENTS)
+            tool = attrs.get(FUNCTION)
+            if tool is None:
+                tool = name_suffix(record.name, OP_CHAT)
+        elif op == OP_INVOKE_AGENT:
+            self._add_run(index, key, record)
+            return
+        else:
+            return
+        if args is None:
+            self.without_arguments += 1
+            return
+        self._add_step(index, key, record, kind, tool if type(tool) is str else str(tool), args)
+
+    def _add_run(self, index: int, key: _SpanKey, record: SpanRecord) -> None:
+        run_id = text_or_none(record.attributes.get(RUN_ID)) or record.span_id
+        parts = self._parts(run_id, index)
+        if parts.record is not None:
+            raise self.reader.error(
+                f"a second run span for run_id {run_id!r}{_first_at(parts.record.line)}: a "
+                f"run is recorded once; remove the duplicate, or record the retry as a new run",
+                record.line,
+            )
+        parts.record = record
+        self.run_of_span[key] = run_id
+
+    def _add_step(self, index: int, key: _SpanKey, record: SpanRecord, kind: str, tool: str, args: Any) -> None:
+        if key in self.step_lines:
+            raise self.reader.error(
+                f"step span {record.span_id} of trace {record.trace_id} appears twice"
+                f"{_first_at(self.step_lines[key])}; remove the duplicate or re-record the tape",
+                record.line,
+            )
+        self.step_lines[key] = record.line
+        if type(args) is not str:
+            args = canonical_json(args)
+        attrs = record.attributes
+        step_run = attrs.get(RUN_ID)
+        seq = attrs.get(SEQ)
+        step_id = attrs.get(STEP_ID)
+        call_key = attrs.get(CALL_KEY)
+        if type(step_run) is str and step_run and type(seq) is int and type(step_id) is str and type(call_key) is str:
+            # Recorded by otel-agent-replay: everything is on the span.
+            self._parts(step_run, index).steps.append(
+                make_step(kind, tool, args, seq, step_id, call_key, step_run, record)
+            )
+            return
+        pending = _PendingStep(index, kind, record, tool, args, seq)
+        if type(step_run) is str and step_run:
+            self._parts(step_run, index).pending.append(pending)
+        else:
+            self.orphans.append(pending)
+
+    def _place_orphans(self) -> None:
+        """Foreign steps without a run_id join the run span above them, else a run per trace."""
+        if not self.orphans:
+            return
+        recorded = _RecordedSteps(self.runs)
+        for pending in self.orphans:
+            if recorded.has_second_view(pending):
+                continue  # the same call, seen by a second instrumentation
+            run_id = _ancestor_run(pending.record, self.run_of_span, self.parents) or pending.record.trace_id
+            parts = self._parts(run_id, pending.index)
+            parts.first = min(parts.first, pending.index)
+            parts.pending.append(pending)
+
+
+class _RecordedSteps:
+    """Where the steps recorded by otel-agent-replay are: (trace, span, tool) and (trace, parent, tool)."""
+
+    __slots__ = ("by_parent", "by_span")
+
+    def __init__(self, runs: dict[str, _RunParts]) -> None:
+        self.by_span: set[tuple[str, str, str]] = set()
+        self.by_parent: set[tuple[str, str, str]] = set()
+        for parts in runs.values():
+            for step in parts.steps:
+                self.by_span.add((step.trace_id, step.span_id, step.tool))
+                self.by_parent.add((step.trace_id, step.parent_span_id, step.tool))
+
+    def has_second_view(self, pending: _PendingStep) -> bool:
+        """Whether a foreign tool span is another instrumentation's view of a step we recorded.
+
+        An application instrumented twice (a framework's GenAI instrumentation and ``@tool``)
+        writes two nested ``execute_tool`` spans for one call; only ours is a step. Spans of the
+        same tool that are directly parent and child are taken to be one call.
+        """
+        record = pending.record
+        return (record.trace_id, record.span_id, pending.tool) in self.by_parent or (
+            record.trace_id,
+            record.parent_span_id,
+            pending.tool,
+        ) in self.by_span
+
+
+def _ancestor_run(record: SpanRecord, run_of_span: dict[_SpanKey, str], parents: dict[_SpanKey, str]) -> str | None:
+    """The run span nearest above a span in its trace (through spans of any kind)."""
+    trace_id = record.trace_id
+    span_id = record.parent_span_id
+    hops = 0
+    while span_id and hops <= len(parents):
+        key = (trace_id, span_id)
+        run_id = run_of_span.get(key)
+        if run_id is not None:
+            return run_id
+        span_id = parents.get(key, "")
+        hops += 1
+    return None
+
+
+_seq_order = attrgetter("seq", "start_ns")
+
+
+def _ordered_steps(run_id: str, parts: _RunParts) -> tuple[Step, ...]:
+    """A run's steps in seq order; foreign steps get their seq, step_id and call key here."""
+    steps = parts.steps
+    if not parts.pending:
+        steps.sort(key=_seq_order)
+        return tuple(steps)
+    pending = parts.pending
+    top = max((step.seq for step in steps), default=0)
+    top = max((p.seq for p in pending if p.seq is not None), default=top)
+    unnumbered = sorted((p for p in pending if p.seq is None), key=lambda p: (p.start_ns, p.index))
+    for offset, p in enumerate(unnumbered, start=1):
+        p.seq = top + offset  # foreign steps: numbered after any recorded seq, in start-time order
+    mixed: list[Step | _PendingStep] = [*steps, *pending]
+    mixed.sort(key=_seq_order)
+    calls: dict[str, int] = {}
+    out: list[Step] = []
+    for item in mixed:
+        nth = calls[item.tool] = calls.get(item.tool, 0) + 1
+        if isinstance(item, Step):
+            out.append(item)
+            continue
+        attrs = item.record.attributes
+        call_key = attrs.get(CALL_KEY)
+        if type(call_key) is not str or not call_key:
+            call_key = foreign_call_key(item.tool, item.args_json)
+        seq = item.seq
+        assert seq is not None  # numbered above
+        step_id = text_or_none(attrs.get(STEP_ID)) or f"{item.tool}#{nth}"
+        out.append(make_step(item.kind, item.tool, item.args_json, seq, step_id, call_key, run_id, item.record))
+    return tuple(out)
+
+
+def _first_at(line: int) -> str:
+    return f" (the first on line {line})"
