@@ -276,4 +276,3 @@ def _connect_problem(endpoint: str, timeout: float = 0.5) -> str | None:
             return None
     except OSError as exc:
         return f"cannot connect to {host}:{port}: {exc.strerror or exc}"
-

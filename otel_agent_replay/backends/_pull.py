@@ -177,12 +177,14 @@ class _Fetcher:
     def search(self, service: str, since: _dt.datetime, until: _dt.datetime, limit: int) -> Iterator[TracesData]:
         what = f"traces of service {service!r} between {since.isoformat()} and {until.isoformat()}"
         if self.api in ("auto", "v3"):
-            query = urlencode({
-                "query.service_name": service,
-                "query.start_time_min": _rfc3339(since),
-                "query.start_time_max": _rfc3339(until),
-                "query.search_depth": limit,
-            })
+            query = urlencode(
+                {
+                    "query.service_name": service,
+                    "query.start_time_min": _rfc3339(since),
+                    "query.start_time_max": _rfc3339(until),
+                    "query.search_depth": limit,
+                }
+            )
             got = self._get(f"/api/v3/traces?{query}")
             if self.api == "v3" or _is_v3(got):
                 self.used = "v3"
@@ -213,10 +215,14 @@ def _expect(got: Response, what: str) -> Response:
     if 200 <= got.status < 300:
         return got
     if got.status == 404:
-        raise EndpointError(f"pull: Jaeger has no {what} ({got.url} answered 404: {got.excerpt()}); check the id, "
-                            f"the service name and the time range, and that this is the Jaeger the traces went to")
-    raise EndpointError(f"pull: {got.url} answered HTTP {got.status}: {got.excerpt() or '(no body)'}; check --jaeger "
-                        f"(the query service, usually port 16686)")
+        raise EndpointError(
+            f"pull: Jaeger has no {what} ({got.url} answered 404: {got.excerpt()}); check the id, "
+            f"the service name and the time range, and that this is the Jaeger the traces went to"
+        )
+    raise EndpointError(
+        f"pull: {got.url} answered HTTP {got.status}: {got.excerpt() or '(no body)'}; check --jaeger "
+        f"(the query service, usually port 16686)"
+    )
 
 
 def _write(messages: list[TracesData], target: Path) -> tuple[int, int, Tape]:

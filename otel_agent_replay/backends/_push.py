@@ -108,9 +108,7 @@ def push(
         sender.close()
     if tally.spans != expected:  # pragma: no cover - the reader and the loader disagree: a bug to report
         raise TapeFormatError(f"read {expected} span(s) but sent {tally.spans}; please report this", path=source)
-    return PushResult(
-        url, protocol, tally.spans, tally.requests, tally.rejected, tally.stripped, tuple(tally.messages)
-    )
+    return PushResult(url, protocol, tally.spans, tally.requests, tally.rejected, tally.stripped, tuple(tally.messages))
 
 
 class _Tally:
@@ -168,7 +166,7 @@ def _documents(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
         first = True
         for number, raw in enumerate(f, start=1):
             if first and raw.startswith(_BOM):
-                raw = raw[len(_BOM):]
+                raw = raw[len(_BOM) :]
             if not raw.strip():
                 continue
             try:
@@ -177,7 +175,7 @@ def _documents(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
                 if first:  # not JSON Lines: one document over many lines
                     f.seek(0)
                     data = f.read()
-                    yield from _objects(orjson.loads(data[len(_BOM):] if data.startswith(_BOM) else data), number)
+                    yield from _objects(orjson.loads(data[len(_BOM) :] if data.startswith(_BOM) else data), number)
                     return
                 if not raw.endswith(b"\n"):  # an unterminated last line (a torn write): the loader warned
                     return
@@ -205,8 +203,9 @@ class _HttpSender:
         self.timeout = timeout
 
     def send(self, req: ExportTraceServiceRequest) -> ExportTraceServiceResponse:
-        got = request("POST", self.url, body=req.SerializeToString(), headers=self.headers, timeout=self.timeout,
-                      what="push")
+        got = request(
+            "POST", self.url, body=req.SerializeToString(), headers=self.headers, timeout=self.timeout, what="push"
+        )
         if not 200 <= got.status < 300:
             raise EndpointError(
                 f"push: {self.url} answered HTTP {got.status}: {got.excerpt() or '(no body)'}; check the URL "
@@ -258,4 +257,3 @@ class _GrpcSender:
 
     def close(self) -> None:
         self.channel.close()
-

@@ -169,9 +169,7 @@ def _jsonable(value: object, depth: int, seen: set[int]) -> JSONValue:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         seen.add(ident)
         try:
-            return {
-                f.name: _jsonable(getattr(value, f.name), depth + 1, seen) for f in dataclasses.fields(value)
-            }
+            return {f.name: _jsonable(getattr(value, f.name), depth + 1, seen) for f in dataclasses.fields(value)}
         finally:
             seen.discard(ident)
     dump = getattr(value, "model_dump", None)
@@ -345,4 +343,3 @@ def make_binder(signature: inspect.Signature, leave_out: Iterable[str] = ()) -> 
 def hash_text(text: str) -> str:
     """Full sha256 hex digest of a text's UTF-8 bytes."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-

@@ -73,9 +73,7 @@ def write_report(path: str, body: str) -> dict[str, Any]:
     return {"path": path, "bytes": len(body.encode("utf-8"))}
 
 
-def run_chain(
-    doc_id: str, report_path: str, *, max_words: int = 120, extra_search: bool = False
-) -> dict[str, Any]:
+def run_chain(doc_id: str, report_path: str, *, max_words: int = 120, extra_search: bool = False) -> dict[str, Any]:
     """The agent itself: four steps, the last one writes the report.
 
     When the document cannot be fetched it takes its degraded branch: no summary, no report.
@@ -109,8 +107,10 @@ def record_demo(out_dir: str | Path) -> DemoResult:
     report = out / "report.md"
     tape.unlink(missing_ok=True)
     handle: RunHandle
-    with record(tape), agent_run("report-writer", agent_version="1.0", task="summarise doc-7",
-                                 input={"doc_id": "doc-7"}) as handle:
+    with (
+        record(tape),
+        agent_run("report-writer", agent_version="1.0", task="summarise doc-7", input={"doc_id": "doc-7"}) as handle,
+    ):
         output = run_chain("doc-7", str(report))
         handle.set_output(output)
     return DemoResult(tape=tape, report=report, run_id=handle.run_id, output=output)
@@ -126,9 +126,7 @@ class DemoPass:
     error: str | None = None
 
 
-def _attempt(
-    tape: Path, report: Path, chain: dict[str, Any], **options: Any
-) -> tuple[dict[str, Any], str | None]:
+def _attempt(tape: Path, report: Path, chain: dict[str, Any], **options: Any) -> tuple[dict[str, Any], str | None]:
     """Replay the chain with some change; the stats and the divergence it met, if any."""
     session: ReplaySession | None = None
     try:
@@ -153,9 +151,11 @@ def run_demo(out_dir: str | Path) -> list[DemoPass]:
     with replay(tape, stub=("write_report",)) as r, agent_run("report-writer"):
         output = run_chain("doc-7", str(report))
     equal = output == recorded.output
-    passes.append(DemoPass(
-        "replay", f"result equal to the recording: {equal}; report file rewritten: {report.exists()}", dict(r.stats)
-    ))
+    passes.append(
+        DemoPass(
+            "replay", f"result equal to the recording: {equal}; report file rewritten: {report.exists()}", dict(r.stats)
+        )
+    )
 
     stats, error = _attempt(tape, report, {"max_words": 80}, stub=("write_report",))
     passes.append(DemoPass("drift", "the model step asked for 80 words instead of 120", stats, error))
@@ -166,20 +166,24 @@ def run_demo(out_dir: str | Path) -> list[DemoPass]:
     episodes = tape.with_name("demo-new-episodes.jsonl")
     episodes.write_bytes(tape.read_bytes())
     stats, error = _attempt(episodes, report, {"extra_search": True}, mode="new_episodes", stub=("write_report",))
-    passes.append(DemoPass(
-        "miss (new_episodes)", f"only the new search ran live and was appended to {episodes}", stats, error
-    ))
+    passes.append(
+        DemoPass("miss (new_episodes)", f"only the new search ran live and was appended to {episodes}", stats, error)
+    )
     with replay(episodes, stub=("write_report",)) as r, agent_run("report-writer"):
         run_chain("doc-7", str(report), extra_search=True)
-    passes.append(DemoPass(
-        "replay (strict) of the appended tape", "the new search is now a hit", dict(r.stats)
-    ))
+    passes.append(DemoPass("replay (strict) of the appended tape", "the new search is now a hit", dict(r.stats)))
 
-    with replay(tape, overrides={"fetch_document": {"id": "doc-7", "status": 500, "text": ""}},
-                allow_unused=True) as r, agent_run("report-writer"):
+    with (
+        replay(tape, overrides={"fetch_document": {"id": "doc-7", "status": 500, "text": ""}}, allow_unused=True) as r,
+        agent_run("report-writer"),
+    ):
         degraded = run_chain("doc-7", str(report))
-    passes.append(DemoPass(
-        "override", f"fetch returned an upstream 500; the agent answered {degraded['error']!r} with no report "
-        f"written: {not report.exists()}", dict(r.stats),
-    ))
+    passes.append(
+        DemoPass(
+            "override",
+            f"fetch returned an upstream 500; the agent answered {degraded['error']!r} with no report "
+            f"written: {not report.exists()}",
+            dict(r.stats),
+        )
+    )
     return passes

@@ -78,8 +78,10 @@ def _cmd_diff(args: argparse.Namespace, out: Console, err: Console) -> int:
     if result.same:
         out.print(f"[green]same[/green]: {escape(result.left)} and {escape(result.right)} do not diverge")
         return 0
-    out.print(f"[bold]{escape(result.left)}[/bold] → [bold]{escape(result.right)}[/bold]: "
-              f"[red]{len(result.divergences)} divergence(s)[/red]")
+    out.print(
+        f"[bold]{escape(result.left)}[/bold] → [bold]{escape(result.right)}[/bold]: "
+        f"[red]{len(result.divergences)} divergence(s)[/red]"
+    )
     for i, d in enumerate(result.divergences):
         mark = "[bold red]first[/bold red] " if i == 0 else ""
         out.print(f"  {mark}[yellow]{escape(d.kind)}[/yellow] {escape(d.step)} {escape(d.path)}")
@@ -150,8 +152,13 @@ def _cmd_stats(args: argparse.Namespace, out: Console, err: Console) -> int:
         table.add_column(column, justify="left" if column in ("tool", "side effect") else "right")
     for row in rows:
         table.add_row(
-            escape(row["tool"]), str(row["calls"]), str(row["errors"]), f"{row['error_rate']:.1%}",
-            f"{row['mean_ms']:.1f}", f"{row['max_ms']:.1f}", str(row["retries"]),
+            escape(row["tool"]),
+            str(row["calls"]),
+            str(row["errors"]),
+            f"{row['error_rate']:.1%}",
+            f"{row['mean_ms']:.1f}",
+            f"{row['max_ms']:.1f}",
+            str(row["retries"]),
             escape(row["side_effect"] or "undeclared"),
         )
     out.print(table)
@@ -189,11 +196,14 @@ def _secret_findings(path: str) -> list[Finding]:
             else:
                 leaked = DEFAULT_REDACTOR.redact_text(value) != value
             if leaked:
-                found.append(Finding(
-                    "secret", f"{path}:{record.line}",
-                    f"span {record.name!r} attribute {key} holds a value the default redaction would remove; "
-                    "rotate that secret, then re-record the tape with redaction on",
-                ))
+                found.append(
+                    Finding(
+                        "secret",
+                        f"{path}:{record.line}",
+                        f"span {record.name!r} attribute {key} holds a value the default redaction would remove; "
+                        "rotate that secret, then re-record the tape with redaction on",
+                    )
+                )
     return found
 
 
@@ -214,16 +224,22 @@ def check_tapes(paths: Iterable[str], *, max_age_days: float | None = None) -> l
                 when = _dt.datetime.fromisoformat(run.recorded_at)
                 age = (now - when).total_seconds() / 86400
                 if age > max_age_days:
-                    findings.append(Finding(
-                        "stale", f"{path} run {run.run_id}",
-                        f"recorded {age:.1f} days ago, older than --max-age-days {max_age_days:g}; re-record it",
-                    ))
+                    findings.append(
+                        Finding(
+                            "stale",
+                            f"{path} run {run.run_id}",
+                            f"recorded {age:.1f} days ago, older than --max-age-days {max_age_days:g}; re-record it",
+                        )
+                    )
             for step in run.steps:
                 if step.expires_at and _dt.datetime.fromisoformat(step.expires_at) < now:
-                    findings.append(Finding(
-                        "stale", f"{path} run {run.run_id} seq {step.seq}",
-                        f"{step.tool} expired at {step.expires_at}; re-record it",
-                    ))
+                    findings.append(
+                        Finding(
+                            "stale",
+                            f"{path} run {run.run_id} seq {step.seq}",
+                            f"{step.tool} expired at {step.expires_at}; re-record it",
+                        )
+                    )
                 if step.tool_version is not None:
                     versions[step.tool].setdefault(step.tool_version, f"{path} run {run.run_id} seq {step.seq}")
     for tool, seen in sorted(versions.items()):
@@ -251,18 +267,26 @@ def _cmd_check(args: argparse.Namespace, out: Console, err: Console) -> int:
 def register(sub: Any) -> None:
     """Add ``diff``, ``stats`` and ``check`` to the command's subparsers."""
     diff = sub.add_parser(
-        "diff", help="compare two runs (or tapes, run by run)",
+        "diff",
+        help="compare two runs (or tapes, run by run)",
         epilog="exit status: 0 same, 1 the runs diverge (like diff(1)), 2 a tape could not be read",
     )
     diff.add_argument("a", help="the reference tape (e.g. the recording)")
     diff.add_argument("b", help="the tape to compare (e.g. the replay or a new version)")
     diff.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
-    diff.add_argument("--ignore", action="append", metavar="PATTERN",
-                      help="also ignore this path pattern, e.g. 'result.*.updated' or 'search:result' (repeatable)")
-    diff.add_argument("--unordered", action="append", metavar="PATTERN[=KEY]",
-                      help="compare lists at this path without regard to order, keyed by KEY (repeatable)")
-    diff.add_argument("--strict", action="store_true",
-                      help="do not ignore timestamps, request ids and token counts")
+    diff.add_argument(
+        "--ignore",
+        action="append",
+        metavar="PATTERN",
+        help="also ignore this path pattern, e.g. 'result.*.updated' or 'search:result' (repeatable)",
+    )
+    diff.add_argument(
+        "--unordered",
+        action="append",
+        metavar="PATTERN[=KEY]",
+        help="compare lists at this path without regard to order, keyed by KEY (repeatable)",
+    )
+    diff.add_argument("--strict", action="store_true", help="do not ignore timestamps, request ids and token counts")
     diff.set_defaults(handler=_cmd_diff)
 
     stats = sub.add_parser("stats", help="per tool: calls, error rate, latency, retries, side effects")

@@ -119,16 +119,18 @@ class Ledger:
         calls = []
         for spec, seq, args, result, error in list(self._observed):
             inp, out = usage_tokens(result) if spec.kind == A.KIND_LLM and error is None else (None, None)
-            calls.append(ObservedCall(
-                kind=spec.kind,
-                tool=spec.name,
-                args=args,
-                result=result,
-                error=type(error).__name__ if error is not None else None,
-                seq=seq,
-                input_tokens=inp,
-                output_tokens=out,
-            ))
+            calls.append(
+                ObservedCall(
+                    kind=spec.kind,
+                    tool=spec.name,
+                    args=args,
+                    result=result,
+                    error=type(error).__name__ if error is not None else None,
+                    seq=seq,
+                    input_tokens=inp,
+                    output_tokens=out,
+                )
+            )
         with self._lock:
             output = self._outputs[-1] if self._outputs else None
         return RunView.of_calls(calls, output, label=label)

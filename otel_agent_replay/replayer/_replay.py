@@ -43,6 +43,7 @@ from ._session import (
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+
 def _recorded_at(run: Run) -> _dt.datetime | None:
     if run.recorded_at:
         try:

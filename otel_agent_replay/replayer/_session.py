@@ -55,7 +55,6 @@ MODEL_POLICIES = ("tape", "live")
 STALE_VERSION_POLICIES = ("warn", "error")
 
 
-
 class ReplayOptions(Protocol):
     """The options a session reads (``replay`` has them all)."""
 
@@ -200,7 +199,11 @@ class ReplaySession:
             self._bound.append(bound)
         if recorded is None:
             self.ledger.diverge(
-                "runs", "", agent_name, 0, None,
+                "runs",
+                "",
+                agent_name,
+                0,
+                None,
                 f"the agent started run {run_id} ({agent_name}) but the tape has no more runs to replay",
             )
             return {A.MODE: A.MODE_REPLAY}, [], bound
@@ -220,8 +223,11 @@ class ReplaySession:
                 recorded = self._queue.pop(0) if self._queue else None
                 index = RunIndex(recorded, include_models=self.options.models == "tape") if recorded else None
                 live = RunState(
-                    recorded.run_id if recorded else "", recorded.agent_name if recorded else "",
-                    INVALID_SPAN, self.capture, None,
+                    recorded.run_id if recorded else "",
+                    recorded.agent_name if recorded else "",
+                    INVALID_SPAN,
+                    self.capture,
+                    None,
                 )
                 implicit = self._implicit = _ReplayRun(index, live)
                 self._bound.append(implicit)
@@ -295,7 +301,12 @@ class ReplaySession:
         self.ledger.remember(spec, prep.ids.seq, prep.captured.value, result, error)
 
     def _observe_recorded(
-        self, spec: ToolSpec, seq: int, args: tuple[Any, ...], kwargs: dict[str, Any], result: object,
+        self,
+        spec: ToolSpec,
+        seq: int,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        result: object,
         error: BaseException | None,
     ) -> None:
         try:
@@ -440,7 +451,11 @@ class ReplaySession:
                 unused.extend((replay_run.recorded_id, s) for s in replay_run.index.unused())
         for run in leftover:
             self.ledger.diverge(
-                "runs", run.run_id, run.agent_name, 0, None,
+                "runs",
+                run.run_id,
+                run.agent_name,
+                0,
+                None,
                 f"recorded run {run.run_id} ({run.agent_name}) was never replayed: the agent started fewer runs",
             )
             index = RunIndex(run, include_models=self.options.models == "tape")
@@ -463,8 +478,13 @@ class _Serving:
     __slots__ = ("decision", "pending", "prep", "session", "spec", "step")
 
     def __init__(
-        self, session: ReplaySession, spec: ToolSpec, prep: Prepared, decision: _Decision,
-        step: StepInFlight | None, pending: PendingStep | None,
+        self,
+        session: ReplaySession,
+        spec: ToolSpec,
+        prep: Prepared,
+        decision: _Decision,
+        step: StepInFlight | None,
+        pending: PendingStep | None,
     ) -> None:
         self.session = session
         self.spec = spec
@@ -520,5 +540,3 @@ def select_runs(tape: Tape, options: ReplayOptions) -> tuple[Run, ...]:
             raise ConfigurationError(f"{tape.path}: no run of trace {options.trace_id!r} on this tape")
         return selected
     return runs
-
-

@@ -127,8 +127,12 @@ def test_order_of_the_step_tree(base: Path, tmp_path: Path) -> None:
 def test_policy_ignore_normalise_unordered(base: Path, tmp_path: Path) -> None:
     TAGS[:] = ["blue", "red"]
     other = _tape(tmp_path / "b.jsonl")
-    assert {d.path for d in compare(base, other).divergences} == {"result[0].id", "result[0].label", "result[1].id",
-                                                                   "result[1].label"}
+    assert {d.path for d in compare(base, other).divergences} == {
+        "result[0].id",
+        "result[0].label",
+        "result[1].id",
+        "result[1].label",
+    }
     assert compare(base, other, Policy(unordered={"tags:result": "id"})).same
     assert compare(base, other, Policy(ignore=("tags:result*",))).same
     assert compare(base, other, Policy(normalize={"tags:result": lambda v: sorted(v, key=str)})).same
@@ -179,8 +183,8 @@ def test_a_different_tool_at_an_aligned_step(base: Path) -> None:
     import dataclasses
 
     run = load_tape(base).runs[0]
-    renamed = dataclasses.replace(run, steps=tuple(
-        dataclasses.replace(s, tool="lookup_v2") if s.step_id == "lookup#1" else s for s in run.steps
-    ))
+    renamed = dataclasses.replace(
+        run, steps=tuple(dataclasses.replace(s, tool="lookup_v2") if s.step_id == "lookup#1" else s for s in run.steps)
+    )
     (tool_change,) = compare(run, renamed).of_kind("tool")
     assert tool_change.step == "lookup#1" and (tool_change.left, tool_change.right) == ("lookup", "lookup_v2")

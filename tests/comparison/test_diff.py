@@ -12,7 +12,7 @@ def test_changes_are_leaf_level_with_paths() -> None:
     assert [str(c) for c in changes] == [
         "gone: true → (absent)",
         "items[1].id: 2 → 3",
-        "items[2]: (absent) → {\"id\":4}",
+        'items[2]: (absent) → {"id":4}',
         "max_words: 120 → 80",
         "new: (absent) → null",
     ]

@@ -6,9 +6,9 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from helpers.rawtape import raw_spans, run_span_of, steps_of
+from helpers.sample_tools import plain_tool
 from opentelemetry import trace
-from rawtape import raw_spans, run_span_of, steps_of
-from sample_tools import plain_tool
 
 from otel_agent_replay import agent_run, record
 from otel_agent_replay.core import attributes as A
@@ -62,5 +62,3 @@ def test_async_run_and_given_run_id(tape: Path) -> None:
         assert asyncio.run(main()) == "run-42"
     root = run_span_of(tape)
     assert root.attrs[A.RUN_ID] == "run-42" and root.attrs[A.GEN_AI_CONVERSATION_ID] == "conv-1"
-
-

@@ -47,8 +47,10 @@ def test_facts(tape: Path) -> None:
     assert view.tools_called == ["search", "search"] and view.tool_names == {"search"}
     assert view.step_count == 4 and view.tokens_in == 20 and view.tokens_out == 8
     assert view.final_output == "drafted"
-    assert [c.args for c in view.calls_of("search")] == [{"query": "invoices", "limit": 5},
-                                                        {"query": "customers", "limit": 3}]
+    assert [c.args for c in view.calls_of("search")] == [
+        {"query": "invoices", "limit": 5},
+        {"query": "customers", "limit": 3},
+    ]
 
 
 def test_assertions_pass_and_chain(tape: Path) -> None:

@@ -8,10 +8,10 @@ from typing import Any
 
 import orjson
 import pytest
-from jaeger_json import classic_answer, tape_documents, v3_answer
+from helpers.jaeger_json import classic_answer, tape_documents, v3_answer
+from helpers.otlp_receiver import Received, attrs_of, closed_port, grpc_receiver, http_receiver
 from opentelemetry import trace
 from opentelemetry.trace import Link, SpanKind
-from otlp_receiver import Received, attrs_of, closed_port, grpc_receiver, http_receiver
 
 from otel_agent_replay import TapeFormatError, TapeNotFoundError, TapeWarning, agent_run, record, tool
 from otel_agent_replay.backends import EndpointError, push
@@ -39,7 +39,9 @@ def record_rich_tape(path: Path) -> None:
         ctx = run.span.get_span_context()
         tracer = trace.get_tracer("app.http", "2.0")
         with tracer.start_as_current_span(
-            "GET /stock", kind=SpanKind.CLIENT, links=[Link(ctx, {"why": "follows the run"})],
+            "GET /stock",
+            kind=SpanKind.CLIENT,
+            links=[Link(ctx, {"why": "follows the run"})],
             attributes={"http.status": 200, "ratio": 0.25, "cached": False, "tags": ["a", "b"]},
         ) as span:
             span.add_event("retry", {"attempt": 2})
@@ -129,8 +131,9 @@ def test_push_reads_what_the_loader_reads(tape: Path, tmp_path: Path, shape: str
     elif shape == "collector":  # the Collector's file exporter: many spans on one line
         other.write_bytes(orjson.dumps({"resourceSpans": [rs for d in docs for rs in d["resourceSpans"]]}) + b"\n")
     else:
-        other.write_bytes(orjson.dumps({"resourceSpans": [rs for d in docs for rs in d["resourceSpans"]]},
-                                       option=orjson.OPT_INDENT_2))
+        other.write_bytes(
+            orjson.dumps({"resourceSpans": [rs for d in docs for rs in d["resourceSpans"]]}, option=orjson.OPT_INDENT_2)
+        )
     with http_receiver() as (url, got):
         result = push(other, url, content=True)
     on_tape, sent = _tape_spans(tape), _received(got)

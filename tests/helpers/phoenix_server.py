@@ -142,7 +142,7 @@ def listening_addresses(pid: int) -> set[tuple[str, int]]:
             if width == 8:
                 host = socket.inet_ntop(socket.AF_INET, raw[::-1])
             else:
-                host = socket.inet_ntop(socket.AF_INET6, b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
+                host = socket.inet_ntop(socket.AF_INET6, b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4)))
             found.add((host, int(port_hex, 16)))
     return found
 
@@ -176,8 +176,14 @@ def start_phoenix(workdir: Path, timeout: float = 180) -> Phoenix:
     log = workdir / "phoenix.log"
     started = time.monotonic()
     with open(log, "wb") as sink:
-        process = subprocess.Popen([str(python), "-c", _LAUNCH], env=env, stdout=sink, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
+        process = subprocess.Popen(
+            [str(python), "-c", _LAUNCH],
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     phoenix = Phoenix(process, f"http://127.0.0.1:{port}", f"http://127.0.0.1:{grpc_port}", log, 0.0)
     deadline = started + timeout
     while time.monotonic() < deadline:

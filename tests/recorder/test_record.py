@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 import pytest
-from otlp_receiver import http_receiver
-from rawtape import raw_spans
+from helpers.otlp_receiver import http_receiver
+from helpers.rawtape import raw_spans
 
 from otel_agent_replay import ConfigurationError, Redactor, agent_run, record, tool
 from otel_agent_replay.core import attributes as A
@@ -72,7 +72,10 @@ def _fake_secrets() -> dict[str, str]:
         "slack": "xox" + "b-1234567890-0987654321-" + "AbCdEfGhIjKl",
         "google": "AIza" + "SyA1234567890abcdefghijklmnopqrstuv",
         "stripe": "sk_" + "live_" + "51HxYzAbCdEfGhIjKlMnOp",
-        "jwt": "eyJ" + "hbGciOiJIUzI1NiJ9" + ".eyJ" + "zdWIiOiIxMjM0NTY3ODkwIn0"
+        "jwt": "eyJ"
+        + "hbGciOiJIUzI1NiJ9"
+        + ".eyJ"
+        + "zdWIiOiIxMjM0NTY3ODkwIn0"
         + ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
         "bearer": "Bearer " + "abc123.def456-ghi789",
         "password": "hunter2-but-longer",
@@ -88,15 +91,20 @@ def test_secrets_in_args_results_nested_and_headers_never_reach_the_tape(tape: P
 
     @tool(side_effect="read_only")
     def call_api(url: str, headers: list[list[str]], body: dict[str, Any], api_key: str) -> dict[str, Any]:
-        return {"token": secrets["github"], "nested": {"deeper": [{"password": "p4ss-w0rd!"}]},
-                "text": f"use {secrets['openai']} and {secrets['stripe']}"}
+        return {
+            "token": secrets["github"],
+            "nested": {"deeper": [{"password": "p4ss-w0rd!"}]},
+            "text": f"use {secrets['openai']} and {secrets['stripe']}",
+        }
 
     with record(tape), agent_run("a", input={"authorization": secrets["bearer"]}) as run:
         call_api(
             secrets["url"],
             [["Authorization", secrets["bearer"]], ["Cookie", secrets["cookie"]], ["Accept", "json"]],
-            {"creds": {"client_secret": secrets["client_secret"], "note": secrets["aws"]},
-             "items": [secrets["slack"], secrets["google"], secrets["jwt"], secrets["pem"]]},
+            {
+                "creds": {"client_secret": secrets["client_secret"], "note": secrets["aws"]},
+                "items": [secrets["slack"], secrets["google"], secrets["jwt"], secrets["pem"]],
+            },
             api_key=secrets["anthropic"],
         )
         echo({"password": secrets["password"]}, headers={"Authorization": "x"})
@@ -104,8 +112,9 @@ def test_secrets_in_args_results_nested_and_headers_never_reach_the_tape(tape: P
             _failing(secrets["aws"])
         run.set_output({"session": "s-123", "summary": f"key {secrets['google']}"})
     data = tape.read_bytes()
-    leaked = [name for name, value in {**secrets, "nested": "p4ss-w0rd!", "out": "s-123"}.items()
-              if value.encode() in data]
+    leaked = [
+        name for name, value in {**secrets, "nested": "p4ss-w0rd!", "out": "s-123"}.items() if value.encode() in data
+    ]
     assert leaked == []
     assert b"[REDACTED" in data
     # Keys are kept, only values go.
@@ -182,7 +191,10 @@ def _run_python(code: str, env: dict[str, str] | None = None) -> str:
     full_env = dict(os.environ, **(env or {}))
     done = subprocess.run(
         [sys.executable, "-c", _SUBPROCESS_PRELUDE + textwrap.dedent(code)],
-        env=full_env, capture_output=True, text=True, timeout=120,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -273,8 +285,9 @@ def test_every_tape_line_parses_as_otlp_json(tape: Path) -> None:
     for line in lines:
         message = TracesData.from_json(line)  # the generated OTLP JSON classes accept it
         doc = orjson.loads(line)
-        assert message.to_dict()["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["spanId"] == (
-            doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["spanId"]
+        assert (
+            message.to_dict()["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["spanId"]
+            == (doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["spanId"])
         )
         (span,) = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
         assert len(span["traceId"]) == 32 and span["traceId"] == span["traceId"].lower()
@@ -289,7 +302,7 @@ def test_every_tape_line_parses_as_otlp_json(tape: Path) -> None:
 
 
 def test_full_secret_corpus_never_reaches_the_tape_bytes(tape: Path) -> None:
-    from test_redact import SECRETS, assert_no_secret, realistic_value
+    from helpers.secrets import SECRETS, assert_no_secret, realistic_value
 
     @tool(side_effect="read_only")
     def call(payload: dict[str, object], headers: list[list[str]]) -> dict[str, object]:

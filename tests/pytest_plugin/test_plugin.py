@@ -8,7 +8,7 @@ from otel_agent_replay.pytest_plugin import safe_name
 
 pytest_plugins = ["pytester"]
 
-AGENT = '''
+AGENT = """
 import pytest
 from pathlib import Path
 from otel_agent_replay import agent_run, tool
@@ -38,7 +38,7 @@ VERBOSE = False
 @pytest.mark.agent_tape(stub=("write_report",))
 def test_order_agent(agent_tape):
     assert agent("o-17") == {"order": "o-17", "state": "shipped"}
-'''
+"""
 
 
 def _live_calls(pytester: pytest.Pytester) -> list[str]:
@@ -100,12 +100,10 @@ def test_missing_tape_in_mode_none_and_unused_steps(pytester: pytest.Pytester) -
 
 
 def test_tapes_dir_option_and_marker_path(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_agent=AGENT.replace('agent_tape(stub=', 'agent_tape("shared/orders.jsonl", stub='))
-    pytester.runpytest_subprocess("--agent-record-mode=once", "--agent-tapes-dir=fixtures").assert_outcomes(
-        passed=1
-    )
+    pytester.makepyfile(test_agent=AGENT.replace("agent_tape(stub=", 'agent_tape("shared/orders.jsonl", stub='))
+    pytester.runpytest_subprocess("--agent-record-mode=once", "--agent-tapes-dir=fixtures").assert_outcomes(passed=1)
     assert (pytester.path / "fixtures" / "test_agent" / "shared" / "orders.jsonl").exists()
-    escape = AGENT.replace('agent_tape(stub=', 'agent_tape("../../outside.jsonl", stub=')
+    escape = AGENT.replace("agent_tape(stub=", 'agent_tape("../../outside.jsonl", stub=')
     pytester.makepyfile(test_agent=escape)
     result = pytester.runpytest_subprocess("--agent-record-mode=once")
     result.assert_outcomes(errors=1)
@@ -125,15 +123,14 @@ def test_the_options_do_not_clash_with_pytest_recording(pytester: pytest.Pyteste
     assert "--record-mode" not in result.stdout.str().replace("--agent-record-mode", "")
 
 
-
 def test_works_under_xdist_with_one_tape_per_test(pytester: pytest.Pytester) -> None:
     many = AGENT + "".join(
-        f'''
+        f"""
 
 @pytest.mark.agent_tape(stub=("write_report",))
 def test_order_{i}(agent_tape):
     assert agent("o-{i}")["order"] == "o-{i}"
-'''
+"""
         for i in range(6)
     )
     pytester.makepyfile(test_agent=many)

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
-from loopback import serve_on_loopback
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -20,6 +19,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from helpers.loopback import serve_on_loopback
 
 
 @dataclass

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from otlp_receiver import Received, attrs_of, closed_port, grpc_receiver, http_receiver
-from rawtape import raw_spans
+from helpers.otlp_receiver import Received, attrs_of, closed_port, grpc_receiver, http_receiver
+from helpers.rawtape import raw_spans
 
 from otel_agent_replay import ConfigurationError, agent_run, load_tape, model_call, record, tool
 from otel_agent_replay.backends._otlp_config import content_capture_enabled
@@ -104,9 +104,10 @@ def test_a_long_recording_logs_the_failure_once_and_keeps_going(
 def test_a_slow_endpoint_holds_up_neither_the_agent_nor_the_end_of_the_recording(tape: Path) -> None:
     with http_receiver(delay=3.0) as (url, got):
         started = time.monotonic()
-        with pytest.warns(OtlpWarning, match="unanswered after 0.5s"), record(
-            tape, otlp=url, otlp_flush_timeout=0.5
-        ) as rec:
+        with (
+            pytest.warns(OtlpWarning, match="unanswered after 0.5s"),
+            record(tape, otlp=url, otlp_flush_timeout=0.5) as rec,
+        ):
             step_started = time.monotonic()
             _agent(steps=3)
             agent_time = time.monotonic() - step_started
@@ -171,7 +172,11 @@ def test_strip_content_keeps_the_rest_of_the_span(tape: Path) -> None:
     assert stripped is not span and span.attributes is not None and stripped.attributes is not None
     assert set(span.attributes) - set(stripped.attributes) == {A.GEN_AI_TOOL_CALL_ARGUMENTS, A.GEN_AI_TOOL_CALL_RESULT}
     assert (stripped.context, stripped.parent, stripped.start_time, stripped.end_time, stripped.status) == (
-        span.context, span.parent, span.start_time, span.end_time, span.status,
+        span.context,
+        span.parent,
+        span.start_time,
+        span.end_time,
+        span.status,
     )
     assert stripped.resource is span.resource and stripped.instrumentation_scope == span.instrumentation_scope
     assert dict(stripped.attributes) == {k: v for k, v in span.attributes.items() if k not in A.CONTENT_ATTRIBUTES}
@@ -236,7 +241,10 @@ def test_the_variables_apply_to_the_provider_record_set_up(
         env = dict(os.environ, OTEL_EXPORTER_OTLP_ENDPOINT=url, OTEL_SERVICE_NAME="svc-under-test")
         done = subprocess.run(
             [sys.executable, "-c", _APP_PROVIDER, str(tmp_path / "t.jsonl"), provider, option],
-            env=env, capture_output=True, text=True, timeout=120,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == exported

@@ -7,8 +7,8 @@ import inspect
 from pathlib import Path
 
 import orjson
-from rawtape import raw_spans, run_span_of, steps_of
-from sample_tools import fetch_doc, plain_tool, summarise
+from helpers.rawtape import raw_spans, run_span_of, steps_of
+from helpers.sample_tools import fetch_doc, plain_tool, summarise
 
 from otel_agent_replay import agent_run, model_call, record, tool
 from otel_agent_replay.core import attributes as A
@@ -138,5 +138,3 @@ def test_calls_outside_a_run_run_plainly_and_record_nothing(tape: Path) -> None:
     with record(tape):
         assert plain_tool(4) == 8
     assert not tape.exists() or raw_spans(tape) == []
-
-

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 import pytest
-from rawtape import raw_spans
+from helpers.rawtape import raw_spans
 
 from otel_agent_replay import (
     RecordedToolError,
@@ -285,9 +285,11 @@ def test_new_episodes_never_records_over_drift_nor_runs_writes(recorded: tuple[P
     size = tape.stat().st_size
     with pytest.raises(TapeDrift), replay(tape, mode="new_episodes", stub=("write_file",)), agent_run("helper"):
         agent(out, max_words=80)
-    with pytest.raises(TapeMiss, match="not read-only"), replay(
-        tape, mode="new_episodes", stub=("write_file",), allow_unused=True
-    ), agent_run("helper"):
+    with (
+        pytest.raises(TapeMiss, match="not read-only"),
+        replay(tape, mode="new_episodes", stub=("write_file",), allow_unused=True),
+        agent_run("helper"),
+    ):
         write_file(str(out), "about refund-0 in 120 words")  # the recorded write: served, not run
         write_file(str(out), "other body")  # a new write: a miss that no mode runs
     assert tape.stat().st_size == size and not out.exists() and CALLS == []
@@ -443,8 +445,10 @@ def test_expired_steps_warn_and_changed_versions_are_stale(tmp_path: Path) -> No
     tape2 = tmp_path / "t2.jsonl"
     with record(tape2), agent_run("a"):
         search("q")
-    with pytest.warns(TapeWarning, match="version '2' now but was recorded at version '1'"), replay(tape2), agent_run(
-        "a"
+    with (
+        pytest.warns(TapeWarning, match="version '2' now but was recorded at version '1'"),
+        replay(tape2),
+        agent_run("a"),
     ):
         assert search_v2("q") == ["q-0", "q-1", "q-2"]
     with pytest.raises(TapeStale), replay(tape2, stale_versions="error", allow_unused=True), agent_run("a"):
@@ -512,8 +516,18 @@ def test_stats_have_every_counter(recorded: tuple[Path, Path, dict[str, Any]]) -
     with replay(tape, stub=("write_file",)) as r, agent_run("helper"):
         agent(out)
     assert set(r.stats) >= {
-        "mode", "steps", "tape_hits", "tape_misses", "live_tool_calls", "real_side_effects", "drift_events",
-        "refused_side_effects", "stubbed_side_effects", "fallback_calls", "overrides_applied", "unused_entries",
+        "mode",
+        "steps",
+        "tape_hits",
+        "tape_misses",
+        "live_tool_calls",
+        "real_side_effects",
+        "drift_events",
+        "refused_side_effects",
+        "stubbed_side_effects",
+        "fallback_calls",
+        "overrides_applied",
+        "unused_entries",
     }
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from otlp_receiver import closed_port
-from phoenix_server import Phoenix, listening_addresses, start_phoenix
-from rawtape import RawSpan, raw_spans
+from helpers.otlp_receiver import closed_port
+from helpers.phoenix_server import Phoenix, listening_addresses, start_phoenix
+from helpers.rawtape import RawSpan, raw_spans
 
 from otel_agent_replay import load_tape
 from otel_agent_replay.backends import push
@@ -76,8 +76,9 @@ def test_a_demo_run_recorded_with_otlp_on_arrives_whole(phoenix: Phoenix, tmp_pa
         OTEL_RESOURCE_ATTRIBUTES=f"{PROJECT_ATTRIBUTE}={project},deployment.environment=ci",
         OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="true",
     )
-    done = subprocess.run([_script(), "demo", "--out", str(tmp_path)], env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [_script(), "demo", "--out", str(tmp_path)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     assert "OtlpWarning" not in done.stderr
     tape = tmp_path / "tapes" / "demo.jsonl"
@@ -93,8 +94,9 @@ def test_content_stays_home_when_the_switch_is_off(phoenix: Phoenix, tmp_path: P
     project = f"e2e-off-{uuid.uuid4().hex[:8]}"
     env = {k: v for k, v in os.environ.items() if k != "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"}
     env.update(OTEL_EXPORTER_OTLP_ENDPOINT=phoenix.url, OTEL_RESOURCE_ATTRIBUTES=f"{PROJECT_ATTRIBUTE}={project}")
-    done = subprocess.run([_script(), "demo", "--out", str(tmp_path)], env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [_script(), "demo", "--out", str(tmp_path)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     on_tape = raw_spans(tmp_path / "tapes" / "demo.jsonl")
     assert all(A.GEN_AI_TOOL_CALL_ARGUMENTS in s.attrs for s in on_tape if s.name.startswith("execute_tool"))
@@ -123,8 +125,9 @@ def test_a_pushed_tape_reads_back_with_its_ids_and_hierarchy(phoenix: Phoenix, t
 def test_the_agent_finishes_with_a_warning_while_the_endpoint_refuses(tmp_path: Path) -> None:
     env = dict(os.environ, OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{closed_port()}")
     started = time.monotonic()
-    done = subprocess.run([_script(), "demo", "--out", str(tmp_path)], env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [_script(), "demo", "--out", str(tmp_path)], env=env, capture_output=True, text=True, timeout=300
+    )
     elapsed = time.monotonic() - started
     assert done.returncode == 0, done.stderr
     assert "OtlpWarning" in done.stderr and "refused" in done.stderr.lower() and "5 of 5 span(s)" in done.stderr

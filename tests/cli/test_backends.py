@@ -8,9 +8,9 @@ from pathlib import Path
 
 import orjson
 import pytest
-from jaeger_json import tape_documents
-from jaeger_server import FakeJaeger, jaeger_server
-from otlp_receiver import closed_port, http_receiver
+from helpers.jaeger_json import tape_documents
+from helpers.jaeger_server import FakeJaeger, jaeger_server
+from helpers.otlp_receiver import closed_port, http_receiver
 
 from otel_agent_replay import load_tape
 from otel_agent_replay.cli import main
@@ -43,8 +43,9 @@ def test_push_json_and_endpoint_from_the_variables(
     assert len(got.spans()) == 5
 
 
-def test_push_exit_status(demo_tape: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_push_exit_status(
+    demo_tape: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
         monkeypatch.delenv(name, raising=False)
     assert main(["push", str(demo_tape)]) == 2
@@ -75,13 +76,32 @@ def test_pull_writes_a_tape(demo_tape: Path, tmp_path: Path, capsys: pytest.Capt
 
 def test_pull_by_service_json(demo_tape: Path, tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
     doc = tape_documents(demo_tape)[0]
-    service = next(kv["value"]["stringValue"] for kv in doc["resourceSpans"][0]["resource"]["attributes"]
-                   if kv["key"] == A.SERVICE_NAME)
+    service = next(
+        kv["value"]["stringValue"]
+        for kv in doc["resourceSpans"][0]["resource"]["attributes"]
+        if kv["key"] == A.SERVICE_NAME
+    )
     out = tmp_path / "svc.jsonl"
     fake = FakeJaeger(tape_documents(demo_tape))
     with jaeger_server(fake) as url:
-        code = main(["pull", "--jaeger", url, "--service", service, "--lookback", "30m", "--limit", "3",
-                     "--api", "classic", "-o", str(out), "--json"])
+        code = main(
+            [
+                "pull",
+                "--jaeger",
+                url,
+                "--service",
+                service,
+                "--lookback",
+                "30m",
+                "--limit",
+                "3",
+                "--api",
+                "classic",
+                "-o",
+                str(out),
+                "--json",
+            ]
+        )
     assert code == 0
     report = orjson.loads(capsysbinary.readouterr().out)
     assert (report["api"], report["runs"], report["steps"]) == ("classic", 1, 4)
@@ -115,6 +135,10 @@ def test_help_names_the_exit_status(command: str, capsys: pytest.CaptureFixture[
 
 def test_the_installed_command_exits_3_when_the_endpoint_is_down(demo_tape: Path) -> None:
     script = Path(sys.executable).with_name("otel-agent-replay")
-    done = subprocess.run([str(script), "push", str(demo_tape), "--endpoint", f"http://127.0.0.1:{closed_port()}"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(script), "push", str(demo_tape), "--endpoint", f"http://127.0.0.1:{closed_port()}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 3 and "backend is running" in done.stderr

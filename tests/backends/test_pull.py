@@ -8,11 +8,11 @@ from typing import Any
 
 import orjson
 import pytest
-from jaeger_json import tape_documents
-from jaeger_server import FakeJaeger, jaeger_server
+from helpers.jaeger_json import tape_documents
+from helpers.jaeger_server import FakeJaeger, jaeger_server
+from helpers.otlp_receiver import closed_port
+from helpers.rawtape import raw_spans
 from opentelemetry import trace
-from otlp_receiver import closed_port
-from rawtape import raw_spans
 
 from otel_agent_replay import ConfigurationError, agent_run, load_tape, record, replay
 from otel_agent_replay.backends import EndpointError, parse_duration, parse_time, pull
@@ -28,9 +28,11 @@ def _recorded(tmp_path: Path) -> tuple[Path, str, Path]:
     """The demo run, plus an HTTP span under it whose attributes carry secrets (as other tools export them)."""
     demo = record_demo(tmp_path / "demo")
     tracer = trace.get_tracer("app.http")
-    with record(demo.tape), agent_run("report-writer", run_id="second"), tracer.start_as_current_span(
-        "POST /search"
-    ) as span:
+    with (
+        record(demo.tape),
+        agent_run("report-writer", run_id="second"),
+        tracer.start_as_current_span("POST /search") as span,
+    ):
         span.set_attribute("http.request.header.authorization", f"Bearer {_TOKEN}")
         span.set_attribute("app.request", orjson.dumps({"api_key": "k-123456", "q": "refund"}).decode())
         span.set_attribute("app.hosts", ["db.internal", f"token={_TOKEN}"])
@@ -44,8 +46,21 @@ def _service(tape: Path) -> str:
 
 
 def _steps(path: Path) -> list[tuple[Any, ...]]:
-    return [(s.seq, s.step_id, s.parent_step_id, s.tool, s.args_json, s.result_json, s.call_key, s.span_id,
-             s.parent_span_id) for run in load_tape(path).runs for s in run.steps]
+    return [
+        (
+            s.seq,
+            s.step_id,
+            s.parent_step_id,
+            s.tool,
+            s.args_json,
+            s.result_json,
+            s.call_key,
+            s.span_id,
+            s.parent_span_id,
+        )
+        for run in load_tape(path).runs
+        for s in run.steps
+    ]
 
 
 @pytest.mark.parametrize("api", ["v3", "classic"])
@@ -63,7 +78,10 @@ def test_pull_by_trace_id_writes_a_tape_that_replays(tmp_path: Path, api: str) -
     (pulled,) = load_tape(out).runs
     assert _steps(out) == [row for row in _steps(tape) if row[7] in {s.span_id for s in original.steps}]
     assert (pulled.run_id, pulled.trace_id, pulled.span_id, pulled.output) == (
-        original.run_id, original.trace_id, original.span_id, original.output,
+        original.run_id,
+        original.trace_id,
+        original.span_id,
+        original.output,
     )
     exact = api == "v3"  # Jaeger's classic JSON keeps microseconds
     for mine, theirs in zip(pulled.steps, original.steps, strict=True):
@@ -123,8 +141,9 @@ def test_an_unknown_trace_and_an_unreachable_jaeger_say_where(tmp_path: Path) ->
     tape, _, _ = _recorded(tmp_path)
     out = tmp_path / "kept.jsonl"
     out.write_text("previous tape\n")
-    with jaeger_server(FakeJaeger(tape_documents(tape))) as url, pytest.raises(
-        EndpointError, match=rf"no trace 0+abc \({url}/api/v3/traces/0+abc answered 404"
+    with (
+        jaeger_server(FakeJaeger(tape_documents(tape))) as url,
+        pytest.raises(EndpointError, match=rf"no trace 0+abc \({url}/api/v3/traces/0+abc answered 404"),
     ):
         pull(url, out, trace_ids=["abc"])
     port = closed_port()

@@ -78,8 +78,13 @@ def _short(hex_id: str, short: bool) -> str:
 def _span(span: dict[str, Any], scope: dict[str, Any], pid: str, short_ids: bool) -> dict[str, Any]:
     refs = []
     if span.get("parentSpanId"):
-        refs.append({"refType": "CHILD_OF", "traceID": _short(span["traceId"], short_ids),
-                     "spanID": _short(span["parentSpanId"], short_ids)})
+        refs.append(
+            {
+                "refType": "CHILD_OF",
+                "traceID": _short(span["traceId"], short_ids),
+                "spanID": _short(span["parentSpanId"], short_ids),
+            }
+        )
     for link in span.get("links", []):
         refs.append({"refType": "FOLLOWS_FROM", "traceID": link["traceId"], "spanID": link["spanId"]})
     tags = [_tag(kv["key"], kv["value"]) for kv in span.get("attributes", [])]

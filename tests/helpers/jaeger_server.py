@@ -17,9 +17,9 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import orjson
-from jaeger_json import classic_answer, v3_answer
-from loopback import serve_on_loopback
 
+from helpers.jaeger_json import classic_answer, v3_answer
+from helpers.loopback import serve_on_loopback
 from otel_agent_replay.core import attributes as A
 
 _NOT_FOUND = {"error": {"grpcCode": 5, "httpCode": 404, "message": "trace not found", "httpStatus": "Not Found"}}
@@ -49,8 +49,11 @@ class FakeJaeger:
         traces: dict[str, list[dict[str, Any]]] = {}
         for doc in self.docs:
             for rs in doc["resourceSpans"]:
-                names = {kv["value"].get("stringValue") for kv in rs.get("resource", {}).get("attributes", [])
-                         if kv["key"] == A.SERVICE_NAME}
+                names = {
+                    kv["value"].get("stringValue")
+                    for kv in rs.get("resource", {}).get("attributes", [])
+                    if kv["key"] == A.SERVICE_NAME
+                }
                 for ss in rs["scopeSpans"]:
                     for span in ss["spans"]:
                         if service in names and start_ns <= int(span["startTimeUnixNano"]) < end_ns:

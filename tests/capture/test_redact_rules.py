@@ -10,7 +10,7 @@ import itertools
 import re
 
 import pytest
-from test_redact import PATTERN_SAMPLES
+from helpers.secrets import PATTERN_SAMPLES
 
 from otel_agent_replay.capture._redact_rules import (
     MAX_ANCHOR_OFFSET,

@@ -52,7 +52,11 @@ def test_diff_exit_status_text_and_json(tmp_path: Path, capsysbinary: pytest.Cap
     assert main(["diff", str(a), str(other), "--json"]) == 1
     data = orjson.loads(out())
     assert data["same"] is False and data["divergences"][0] == {
-        "kind": "args", "step": "quote#1", "path": "args.sku", "left": "a", "right": "z"
+        "kind": "args",
+        "step": "quote#1",
+        "path": "args.sku",
+        "left": "a",
+        "right": "z",
     }
     assert main(["diff", str(a), str(other), "--ignore", "*sku*"]) == 0
     assert main(["diff", str(a), str(tmp_path / "missing.jsonl")]) == 2
@@ -79,8 +83,9 @@ def test_check_passes_a_clean_tape(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "ok" in capsys.readouterr().out
 
 
-def test_check_finds_each_kind_with_its_own_exit_bit(tmp_path: Path,
-                                                     capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+def test_check_finds_each_kind_with_its_own_exit_bit(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
     leaky = tmp_path / "leaky.jsonl"
     with record(leaky, redactor=Redactor(defaults=False)), agent_run("a"):
         quote("AKIA" + "Z7QWERTYUIOPASDF")
@@ -118,7 +123,7 @@ def test_check_finds_each_kind_with_its_own_exit_bit(tmp_path: Path,
 
 def _last_json(capsysbinary: pytest.CaptureFixture[bytes]) -> bytes:
     out = capsysbinary.readouterr().out
-    return out[out.rindex(b'{\n  "status"'):]
+    return out[out.rindex(b'{\n  "status"') :]
 
 
 def test_check_help_states_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:

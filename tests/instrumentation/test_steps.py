@@ -9,9 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from helpers.rawtape import raw_spans, run_span_of, steps_of
+from helpers.sample_tools import explode, plain_tool, summarise
 from opentelemetry import trace
-from rawtape import raw_spans, run_span_of, steps_of
-from sample_tools import explode, plain_tool, summarise
 
 from otel_agent_replay import agent_run, record, tool
 from otel_agent_replay.core import attributes as A
@@ -81,9 +81,7 @@ def test_eight_threads_get_distinct_gap_free_seq(tape: Path) -> None:
             work(n, i)
 
     with record(tape), agent_run("threads"):
-        threads = [
-            threading.Thread(target=contextvars.copy_context().run, args=(worker, n)) for n in range(8)
-        ]
+        threads = [threading.Thread(target=contextvars.copy_context().run, args=(worker, n)) for n in range(8)]
         for t in threads:
             t.start()
         for t in threads:

@@ -89,6 +89,7 @@ def test_installed_console_script_runs(tmp_path: Path) -> None:
     done = subprocess.run([str(script), "demo", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "write_report#1" in done.stdout
-    shown = subprocess.run([str(script), "show", str(tmp_path / "tapes" / "demo.jsonl"), "--json"],
-                           capture_output=True, timeout=120)
+    shown = subprocess.run(
+        [str(script), "show", str(tmp_path / "tapes" / "demo.jsonl"), "--json"], capture_output=True, timeout=120
+    )
     assert shown.returncode == 0 and len(orjson.loads(shown.stdout)[0]["steps"]) == 4

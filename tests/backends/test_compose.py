@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
 
 
@@ -22,9 +22,7 @@ def _compose(*args: str) -> subprocess.CompletedProcess[str]:
             "(Debian/Ubuntu: apt-get install docker-compose), or run `bash scripts/dev.sh test`, "
             "which installs it when run as root"
         )
-    return subprocess.run(
-        [exe, "-f", str(COMPOSE), *args], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
+    return subprocess.run([exe, "-f", str(COMPOSE), *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 def _config(*profiles: str) -> dict[str, Any]:

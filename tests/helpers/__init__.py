@@ -1,0 +1,1 @@
+"""Test helpers: servers on loopback, raw tape readers, sample tools. No tests here."""
