@@ -6,12 +6,13 @@ Public names (a contract): ``tool``, ``model_call``, ``agent_run``, ``record``,
 
 from __future__ import annotations
 
-from otel_agent_replay.backends import EndpointError, OtlpWarning
 from otel_agent_replay.capture import Redactor
 from otel_agent_replay.comparison import Comparison, Policy, RunView, compare
 from otel_agent_replay.core import (
     AgentReplayError,
     ConfigurationError,
+    EndpointError,
+    OtlpWarning,
     RecordedToolError,
     ReplayDivergence,
     ReplayError,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ._http import EndpointError, parse_headers
+from ._http import parse_headers
 from ._otlp_config import CAPTURE_CONTENT_ENV, OTLP_ENDPOINT_ENVS, PROTOCOLS, OtlpOption, otlp_processor, otlp_protocol
-from ._otlp_export import OtlpProcessor, OtlpStats, OtlpWarning
+from ._otlp_export import OtlpProcessor, OtlpStats
 from ._pull import APIS, parse_duration, parse_time, pull
 from ._push import push
 
@@ -13,11 +13,9 @@ __all__ = [
     "CAPTURE_CONTENT_ENV",
     "OTLP_ENDPOINT_ENVS",
     "PROTOCOLS",
-    "EndpointError",
     "OtlpOption",
     "OtlpProcessor",
     "OtlpStats",
-    "OtlpWarning",
     "otlp_processor",
     "otlp_protocol",
     "parse_duration",

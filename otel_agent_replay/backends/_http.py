@@ -17,17 +17,13 @@ from dataclasses import dataclass
 from email.message import Message
 from urllib.parse import urlsplit
 
-from otel_agent_replay.core import AgentReplayError
+from otel_agent_replay.core import EndpointError
 
-__all__ = ["EndpointError", "Response", "parse_headers", "request"]
+__all__ = ["Response", "parse_headers", "request"]
 
 _RETRY_STATUSES = frozenset({429, 502, 503, 504})
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 _MAX_RETRY_AFTER = 5.0
-
-
-class EndpointError(AgentReplayError):
-    """A backend could not be reached, or did not give what was asked (the CLI exits with 3)."""
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,10 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
 from otel_agent_replay.capture import Redactor
+from otel_agent_replay.core import EndpointError
 from otel_agent_replay.tape import DECODE_ERRORS, decode_problem, otlp_from_jaeger
 
-from ._http import EndpointError, Response
+from ._http import Response
 from ._otlp_json import traces_data
 
 __all__ = ["classic_messages", "redact_string", "redact_traces", "v3_messages"]

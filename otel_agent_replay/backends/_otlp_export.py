@@ -31,17 +31,13 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from otel_agent_replay.core import ConfigurationError
 from otel_agent_replay.core import attributes as A
 
-__all__ = ["GuardedExporter", "OtlpProcessor", "OtlpStats", "OtlpWarning", "strip_content"]
+__all__ = ["GuardedExporter", "OtlpProcessor", "OtlpStats", "strip_content"]
 
 _COOL_DOWN_FIRST = 5.0  # seconds without export attempts after a failure, doubling up to the max
 _COOL_DOWN_MAX = 60.0
 _PROBE_AFTER = 0.2  # a flush still running after this long checks that the endpoint accepts connections
 _ABORT_WAIT = 0.5  # after aborting the retries, how long close() waits for the flush to count its spans
 _log = logging.getLogger("otel_agent_replay.otlp")
-
-
-class OtlpWarning(RuntimeWarning):
-    """Spans that reached the tape could not be sent to the OTLP endpoint."""
 
 
 def strip_content(span: ReadableSpan) -> ReadableSpan:

@@ -24,10 +24,10 @@ import orjson
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
 from otel_agent_replay.capture import DEFAULT_REDACTOR, Redactor
-from otel_agent_replay.core import ConfigurationError
+from otel_agent_replay.core import ConfigurationError, EndpointError
 from otel_agent_replay.tape import Tape, load_tape
 
-from ._http import EndpointError, Response, request
+from ._http import Response, request
 from ._jaeger_answer import classic_messages, redact_traces, v3_messages
 from ._otlp_json import span_lines
 

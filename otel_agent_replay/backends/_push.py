@@ -24,11 +24,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, TracesData
 
-from otel_agent_replay.core import ConfigurationError, TapeFormatError
+from otel_agent_replay.core import ConfigurationError, EndpointError, TapeFormatError
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.tape import DECODE_ERRORS, decode_problem, iter_spans, otlp_from_jaeger
 
-from ._http import EndpointError, parse_headers, request
+from ._http import parse_headers, request
 from ._otlp_config import PROTOCOLS, content_capture_enabled, traces_url
 from ._otlp_json import strip_attributes, traces_data
 

@@ -21,7 +21,6 @@ from otel_agent_replay.backends import (
     CAPTURE_CONTENT_ENV,
     OTLP_ENDPOINT_ENVS,
     PROTOCOLS,
-    EndpointError,
     otlp_protocol,
     parse_duration,
     parse_headers,
@@ -29,6 +28,7 @@ from otel_agent_replay.backends import (
     pull,
     push,
 )
+from otel_agent_replay.core import EndpointError
 
 EXIT_ENDPOINT = 3
 _EXIT_EPILOG = (

@@ -19,8 +19,7 @@ from rich.table import Table
 
 from otel_agent_replay.capture import DEFAULT_REDACTOR
 from otel_agent_replay.comparison import STRICT, Policy, compare
-from otel_agent_replay.core import TapeFormatError, TapeNotFoundError
-from otel_agent_replay.core import attributes as A
+from otel_agent_replay.core import SideEffect, StepKind, TapeFormatError, TapeNotFoundError
 from otel_agent_replay.tape import Tape, iter_spans, load_tape
 
 # ``check`` exit status: one bit per kind of failure, OR-ed together.
@@ -118,7 +117,7 @@ class _ToolStats:
             "max_ms": round(self.max_ns / 1e6, 3),
             "retries": self.retries,
             "side_effect": self.side_effect,
-            "side_effect_calls": self.calls if self.side_effect not in (None, "model", A.SIDE_EFFECT_READ_ONLY) else 0,
+            "side_effect_calls": self.calls if self.side_effect not in (None, "model", SideEffect.READ_ONLY) else 0,
         }
 
 
@@ -134,7 +133,7 @@ def tape_stats(tapes: Iterable[Tape]) -> list[dict[str, Any]]:
                 stats.errors += step.error is not None
                 stats.total_ns += max(step.duration_ns, 0)
                 stats.max_ns = max(stats.max_ns, step.duration_ns)
-                stats.side_effect = ("model" if step.kind == A.KIND_LLM else step.side_effect) or stats.side_effect
+                stats.side_effect = ("model" if step.kind == StepKind.LLM else step.side_effect) or stats.side_effect
                 if step.call_key in seen:
                     stats.retries += 1  # the same call again in one run
                 seen.add(step.call_key)

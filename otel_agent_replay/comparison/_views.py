@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from otel_agent_replay.core import attributes as A
+from otel_agent_replay.core import StepKind
 from otel_agent_replay.tape import Run, Tape, load_tape
 
 from ._diff import short
@@ -78,7 +78,7 @@ class RunView:
     @property
     def tools_called(self) -> list[str]:
         """Tool names in call order (model steps left out), repeats included."""
-        return [c.tool for c in self.calls if c.kind == A.KIND_TOOL]
+        return [c.tool for c in self.calls if c.kind == StepKind.TOOL]
 
     @property
     def tool_names(self) -> set[str]:

@@ -3,10 +3,31 @@
 from __future__ import annotations
 
 from . import attributes
+from ._choices import (
+    DECLARABLE_SIDE_EFFECTS,
+    Choice,
+    DivergenceKind,
+    ModelPolicy,
+    ModelPolicyName,
+    RecordMode,
+    RecordModeName,
+    SideEffect,
+    SideEffectName,
+    SideEffectPolicy,
+    SideEffectPolicyName,
+    StalePolicy,
+    StalePolicyName,
+    StepKind,
+    choice,
+)
 from ._errors import (
     AgentReplayError,
+    AgentReplayWarning,
     ConfigurationError,
+    EndpointError,
+    OtlpWarning,
     RecordedToolError,
+    RecordingWarning,
     ReplayDivergence,
     ReplayError,
     SideEffectRefused,
@@ -20,15 +41,35 @@ from ._errors import (
     TapeUnused,
     TapeWarning,
 )
+from ._scope import Scope
 from ._version import __version__
 
 __all__ = [
+    "DECLARABLE_SIDE_EFFECTS",
     "AgentReplayError",
+    "AgentReplayWarning",
+    "Choice",
     "ConfigurationError",
+    "DivergenceKind",
+    "EndpointError",
+    "ModelPolicy",
+    "ModelPolicyName",
+    "OtlpWarning",
+    "RecordMode",
+    "RecordModeName",
     "RecordedToolError",
+    "RecordingWarning",
     "ReplayDivergence",
     "ReplayError",
+    "Scope",
+    "SideEffect",
+    "SideEffectName",
+    "SideEffectPolicy",
+    "SideEffectPolicyName",
     "SideEffectRefused",
+    "StalePolicy",
+    "StalePolicyName",
+    "StepKind",
     "TapeDrift",
     "TapeError",
     "TapeFormatError",
@@ -40,4 +81,5 @@ __all__ = [
     "TapeWarning",
     "__version__",
     "attributes",
+    "choice",
 ]

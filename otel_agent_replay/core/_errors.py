@@ -1,4 +1,4 @@
-"""The error hierarchy: one root, then configuration, tape and replay errors.
+"""Every error and warning of the SDK: one error root, one warning root.
 
 An error a test should show as a failure also subclasses ``AssertionError``.
 Messages say what happened, quote the values, and end with the fix.
@@ -91,5 +91,21 @@ class RecordedToolError(ReplayError):
         super().__init__(f"{type_name}: {message} (raised by the tool when it was recorded)")
 
 
-class TapeWarning(UserWarning):
-    """A tape was loaded, but something in it was skipped (a torn last line, spans that cannot replay)."""
+class EndpointError(AgentReplayError):
+    """A backend could not be reached, or did not give what was asked (the CLI exits with 3)."""
+
+
+class AgentReplayWarning(UserWarning):
+    """Root of every warning issued by otel-agent-replay."""
+
+
+class TapeWarning(AgentReplayWarning):
+    """Something about a tape needs attention: a skipped torn line, an expired step, a changed tool version."""
+
+
+class RecordingWarning(AgentReplayWarning, RuntimeWarning):
+    """Spans of a recording could not be written to its tape."""
+
+
+class OtlpWarning(AgentReplayWarning, RuntimeWarning):
+    """Spans that reached the tape could not be sent to the OTLP endpoint."""

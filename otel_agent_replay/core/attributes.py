@@ -73,16 +73,6 @@ FUNCTION: Final = "agent_replay.function"
 MODEL_ARGUMENTS: Final = "agent_replay.model.arguments"
 MODEL_RESULT: Final = "agent_replay.model.result"
 
-KIND_TOOL: Final = "tool"
-KIND_LLM: Final = "llm"
-
-SIDE_EFFECT_READ_ONLY: Final = "read_only"
-SIDE_EFFECT_WRITE: Final = "write"
-SIDE_EFFECT_EXTERNAL: Final = "external"
-SIDE_EFFECT_UNDECLARED: Final = "undeclared"
-SIDE_EFFECTS: Final = frozenset({SIDE_EFFECT_READ_ONLY, SIDE_EFFECT_WRITE, SIDE_EFFECT_EXTERNAL})
-
-
 # --- content: what the GenAI convention switch keeps from remote backends ----------
 CONTENT_ATTRIBUTES: Final = frozenset(
     {

@@ -12,7 +12,7 @@ import functools
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar, cast, overload
 
-from otel_agent_replay.core import attributes as A
+from otel_agent_replay.core import StepKind
 
 from ._runs import RunHandle, agent_run
 from ._runtime import current_replay
@@ -82,7 +82,7 @@ def tool(
 
     def decorate(f: F) -> F:
         spec = make_spec(
-            f, name=name, kind=A.KIND_TOOL, side_effect=side_effect, version=version, ttl=ttl, ignore=ignore
+            f, name=name, kind=StepKind.TOOL, side_effect=side_effect, version=version, ttl=ttl, ignore=ignore
         )
         return _wrap(f, spec)
 
@@ -120,7 +120,7 @@ def model_call(
         spec = make_spec(
             f,
             name=name,
-            kind=A.KIND_LLM,
+            kind=StepKind.LLM,
             side_effect=None,
             version=version,
             ttl=None,

@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_agent_replay.capture import Binder, context_parameters, make_binder
-from otel_agent_replay.core import ConfigurationError
-from otel_agent_replay.core import attributes as A
+from otel_agent_replay.core import DECLARABLE_SIDE_EFFECTS, ConfigurationError, SideEffect, StepKind
 
 SPEC_ATTRIBUTE = "__agent_replay_tool__"
 
@@ -40,7 +39,7 @@ class ToolSpec:
     @property
     def read_only(self) -> bool:
         """True only for tools that declared ``side_effect="read_only"``."""
-        return self.side_effect == A.SIDE_EFFECT_READ_ONLY
+        return self.side_effect == SideEffect.READ_ONLY
 
 
 def tool_spec(fn: object) -> ToolSpec | None:
@@ -73,9 +72,9 @@ def make_spec(
 ) -> ToolSpec:
     """Check a tool's declaration and build its spec (``ConfigurationError`` when invalid)."""
     if not callable(fn):
-        raise ConfigurationError(f"@{'tool' if kind == A.KIND_TOOL else 'model_call'} needs a function, got {fn!r}")
-    if side_effect is not None and side_effect not in A.SIDE_EFFECTS:
-        allowed = ", ".join(sorted(A.SIDE_EFFECTS))
+        raise ConfigurationError(f"@{'tool' if kind == StepKind.TOOL else 'model_call'} needs a function, got {fn!r}")
+    if side_effect is not None and side_effect not in DECLARABLE_SIDE_EFFECTS:
+        allowed = ", ".join(sorted(DECLARABLE_SIDE_EFFECTS))
         raise ConfigurationError(
             f"{getattr(fn, '__qualname__', fn)!r}: side_effect={side_effect!r} is not one of {allowed}"
         )

@@ -26,7 +26,7 @@ from otel_agent_replay.capture import (
     messages_json,
     usage_tokens,
 )
-from otel_agent_replay.core import __version__
+from otel_agent_replay.core import StepKind, __version__
 from otel_agent_replay.core import attributes as A
 
 from ._runtime import RunState, StepIds, active_run, current_recording, current_run, current_step
@@ -54,7 +54,7 @@ class StepInFlight:
         for undo in reversed(self.tokens):
             undo()
         self.span.end()
-        if self.spec.kind == A.KIND_LLM:
+        if self.spec.kind == StepKind.LLM:
             self.run.model_step_done(self.ids.step_id)
 
     def finish(self, result: object, captured: CapturedResult | None = None) -> None:
@@ -63,7 +63,7 @@ class StepInFlight:
             if captured is None:
                 captured = capture_result(result, self.capture)
             attrs: dict[str, Any] = {}
-            if self.spec.kind == A.KIND_TOOL:
+            if self.spec.kind == StepKind.TOOL:
                 attrs[A.GEN_AI_TOOL_CALL_RESULT] = captured.json
             else:
                 attrs[A.MODEL_RESULT] = captured.json
@@ -127,7 +127,7 @@ def prepare(spec: ToolSpec, run: RunState, args: tuple[Any, ...], kwargs: dict[s
 def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]]:
     """The span name and start attributes of a step."""
     run, ids, captured = prep.run, prep.ids, prep.captured
-    if spec.kind == A.KIND_TOOL:
+    if spec.kind == StepKind.TOOL:
         attrs: dict[str, Any] = {
             A.GEN_AI_OPERATION_NAME: A.OP_EXECUTE_TOOL,
             A.GEN_AI_TOOL_NAME: spec.name,

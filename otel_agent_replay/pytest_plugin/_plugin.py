@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from otel_agent_replay.core import ConfigurationError, TapeStale
-from otel_agent_replay.replayer import MODES, ReplaySession, replay
+from otel_agent_replay.core import ConfigurationError, RecordMode, TapeStale
+from otel_agent_replay.replayer import ReplaySession, replay
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _DOTS = re.compile(r"\.{2,}")
@@ -44,7 +44,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("agent-replay", "otel-agent-replay: record and replay agent runs")
     group.addoption(
         "--agent-record-mode",
-        choices=MODES,
+        choices=[mode.value for mode in RecordMode],
         default=None,
         help="none (strict replay, the default), once (record missing tapes), new_episodes (append "
         "read-only misses), all (record every tape again)",
@@ -143,7 +143,7 @@ def _finish(state: _TapeState, failed: bool) -> None:
         return
     stats = session.stats
     problems = []
-    if checks["fail_on_live_calls"] and session.mode == "none" and stats["live_tool_calls"]:
+    if checks["fail_on_live_calls"] and session.mode == RecordMode.NONE and stats["live_tool_calls"]:
         problems.append(f"{stats['live_tool_calls']} live tool call(s) in mode none")
     if checks["fail_on_side_effects"] and stats["real_side_effects"]:
         problems.append(f"{stats['real_side_effects']} real side effect(s)")

@@ -27,9 +27,9 @@ from opentelemetry.exporter.agent_replay_tape import ExporterStats, TapeSpanExpo
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
-from otel_agent_replay.backends import OtlpOption, OtlpProcessor, OtlpStats, OtlpWarning, otlp_processor
+from otel_agent_replay.backends import OtlpOption, OtlpProcessor, OtlpStats, otlp_processor
 from otel_agent_replay.capture import DEFAULT_REDACTOR, BlobStore, Capture, Limits, Redactor
-from otel_agent_replay.core import ConfigurationError
+from otel_agent_replay.core import ConfigurationError, OtlpWarning, RecordingWarning
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import current_recording
 
@@ -213,7 +213,7 @@ class record:
         if lost:
             warnings.warn(
                 f"{rec.path}: {lost} span(s) could not be written to the tape (see the log for why)",
-                RuntimeWarning,
+                RecordingWarning,
                 stacklevel=2,
             )
         if rec.otlp is not None:

@@ -18,8 +18,7 @@ import orjson
 
 from otel_agent_replay.capture import BlobStore
 from otel_agent_replay.comparison import Change, json_changes
-from otel_agent_replay.core import RecordedToolError, TapePayloadMissing
-from otel_agent_replay.core import attributes as A
+from otel_agent_replay.core import RecordedToolError, StepKind, TapePayloadMissing
 from otel_agent_replay.tape import Run, Step, StepError
 
 
@@ -28,7 +27,7 @@ class RunIndex:
 
     def __init__(self, run: Run, *, include_models: bool = True) -> None:
         self.run = run
-        self.steps: tuple[Step, ...] = tuple(s for s in run.steps if include_models or s.kind == A.KIND_TOOL)
+        self.steps: tuple[Step, ...] = tuple(s for s in run.steps if include_models or s.kind == StepKind.TOOL)
         self._by_key: dict[str, deque[Step]] = {}
         self._by_tool: dict[str, list[Step]] = {}
         for step in self.steps:

@@ -7,17 +7,16 @@ here. Thread-safe: counters and lists change under one lock.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn, get_args
 
 from otel_agent_replay.capture import usage_tokens
 from otel_agent_replay.comparison import ObservedCall, RunView
-from otel_agent_replay.core import ReplayDivergence
-from otel_agent_replay.core import attributes as A
+from otel_agent_replay.core import DivergenceKind, ReplayDivergence, StepKind
 from otel_agent_replay.instrumentation import ToolSpec
 
-STAT_KEYS = (
+Counter = Literal[
     "steps",
     "tape_hits",
     "tape_misses",
@@ -32,15 +31,73 @@ STAT_KEYS = (
     "unused_entries",
     "stale_steps",
     "runs_replayed",
-)
+]
+"""The name of a replay counter, as ``stats[...]`` spells it (a contract: ``stats["live_tool_calls"]``)."""
+
+STAT_KEYS: tuple[Counter, ...] = get_args(Counter)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ReplayStats(Mapping[str, Any]):
+    """A replay's counters: typed attributes, and readable as a mapping by their documented keys.
+
+    ``stats.hits`` and ``stats["tape_hits"]`` are the same number; ``dict(stats)`` has every key
+    (the counters and ``mode``).
+    """
+
+    mode: str
+    """``none``, ``once``, ``new_episodes``, ``all``, or ``record`` while the replay records."""
+    steps: int = 0
+    """Calls the replay served or refused."""
+    hits: int = 0
+    """Served from the tape (``tape_hits``)."""
+    misses: int = 0
+    """Not on the tape (``tape_misses``)."""
+    live_tool_calls: int = 0
+    live_model_calls: int = 0
+    real_side_effects: int = 0
+    """Tools that are not read-only and ran for real (only while recording)."""
+    drifts: int = 0
+    """Calls at a recorded position with other arguments (``drift_events``)."""
+    refused_side_effects: int = 0
+    stubbed_side_effects: int = 0
+    fallback_calls: int = 0
+    overrides_applied: int = 0
+    unused: int = 0
+    """Recorded steps never asked for (``unused_entries``)."""
+    stale_steps: int = 0
+    runs_replayed: int = 0
+
+    def __getitem__(self, key: str) -> Any:
+        name = _FIELD_OF.get(key)
+        if name is None:
+            raise KeyError(key)
+        return getattr(self, name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_KEYS)
+
+    def __len__(self) -> int:
+        return len(_KEYS)
+
+
+_FIELD_OF: dict[str, str] = {
+    "mode": "mode",
+    **{key: key for key in STAT_KEYS},
+    "tape_hits": "hits",
+    "tape_misses": "misses",
+    "drift_events": "drifts",
+    "unused_entries": "unused",
+}
+_KEYS: tuple[str, ...] = ("mode", *STAT_KEYS)
 
 
 @dataclass(frozen=True, slots=True)
 class Divergence:
-    """One way the replayed behaviour differed from the recording."""
+    """One way the replayed behaviour differed from the recording (an entry of ``ReplaySession.report``)."""
 
-    kind: str
-    """``drift``, ``miss``, ``refused``, ``unused``, ``stale``, ``expired`` or ``runs``."""
+    kind: DivergenceKind
+    """``drift``, ``miss``, ``refused``, ``unused``, ``stale``, ``expired`` or ``run_count``."""
     run_id: str
     """The recorded run's id ("" when there was none to replay)."""
     tool: str
@@ -62,13 +119,13 @@ class Ledger:
         self._outputs: list[object] = []
         self._lock = threading.Lock()
 
-    def bump(self, *names: str) -> None:
+    def bump(self, *names: Counter) -> None:
         """Add one to each named counter."""
         with self._lock:
             for name in names:
                 self._stats[name] += 1
 
-    def set_count(self, name: str, value: int) -> None:
+    def set_count(self, name: Counter, value: int) -> None:
         with self._lock:
             self._stats[name] = value
 
@@ -76,7 +133,7 @@ class Ledger:
         """Count a call that ran live while recording; returns its position among all calls."""
         with self._lock:
             self._stats["steps"] += 1
-            if spec.kind == A.KIND_LLM:
+            if spec.kind == StepKind.LLM:
                 self._stats["live_model_calls"] += 1
             else:
                 self._stats["live_tool_calls"] += 1
@@ -84,24 +141,26 @@ class Ledger:
                     self._stats["real_side_effects"] += 1
             return self._stats["steps"]
 
-    def stats(self, mode: str) -> MappingProxyType[str, Any]:
-        """A read-only snapshot of the counters, with the mode."""
+    def stats(self, mode: str) -> ReplayStats:
+        """A snapshot of the counters, with the mode."""
         with self._lock:
-            snapshot: dict[str, Any] = {"mode": mode, **self._stats}
-        return MappingProxyType(snapshot)
+            counts = dict(self._stats)
+        return ReplayStats(mode, **{_FIELD_OF[key]: value for key, value in counts.items()})
 
     def report(self) -> tuple[Divergence, ...]:
         with self._lock:
             return tuple(self._report)
 
-    def diverge(self, kind: str, run_id: str, tool: str, position: int, seq: int | None, message: str) -> None:
+    def diverge(
+        self, kind: DivergenceKind, run_id: str, tool: str, position: int, seq: int | None, message: str
+    ) -> None:
         """Note a divergence in the report."""
         with self._lock:
             self._report.append(Divergence(kind, run_id, tool, position, seq, message))
 
     def fail(self, error: ReplayDivergence, run_id: str, tool: str, position: int, seq: int | None) -> NoReturn:
         """Note a divergence and raise its error."""
-        self.diverge(error.kind, run_id, tool, position, seq, str(error))
+        self.diverge(DivergenceKind(error.kind), run_id, tool, position, seq, str(error))
         with self._lock:
             self.raised.append(error)
         raise error
@@ -118,7 +177,7 @@ class Ledger:
         """The calls served so far, and the last run's output, as a ``RunView``."""
         calls = []
         for spec, seq, args, result, error in list(self._observed):
-            inp, out = usage_tokens(result) if spec.kind == A.KIND_LLM and error is None else (None, None)
+            inp, out = usage_tokens(result) if spec.kind == StepKind.LLM and error is None else (None, None)
             calls.append(
                 ObservedCall(
                     kind=spec.kind,

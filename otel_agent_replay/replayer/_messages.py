@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from otel_agent_replay.comparison import describe, json_changes, short
-from otel_agent_replay.core import SideEffectRefused, TapeDrift, TapeMiss, TapeUnused
+from otel_agent_replay.core import RecordMode, SideEffectRefused, TapeDrift, TapeMiss, TapeUnused
 from otel_agent_replay.tape import Step
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ def _run_label(bound: Any) -> str:
     return f"run {run.run_id} ({run.agent_name or 'agent'})"
 
 
-def drift_error(bound: Any, recorded: Step, spec: ToolSpec, prep: Prepared, n: int, mode: str) -> TapeDrift:
+def drift_error(bound: Any, recorded: Step, spec: ToolSpec, prep: Prepared, n: int, mode: RecordMode) -> TapeDrift:
     """Same tool at the same position, other arguments."""
     changes = json_changes(recorded.args, prep.captured.value)
     return TapeDrift(
@@ -42,12 +42,12 @@ def drift_error(bound: Any, recorded: Step, spec: ToolSpec, prep: Prepared, n: i
         f"  recorded {recorded.call_key}  {short(recorded.args, _LONG)}\n"
         f"  live     {prep.captured.call_key}  {short(prep.captured.value, _LONG)}\n"
         f"  differs  {describe(changes)}\n"
-        f"Replay mode {mode!r}: drift is the regression signal and is never recorded over. If the change is "
+        f"Replay mode {mode.value!r}: drift is the regression signal and is never recorded over. If the change is "
         "intended, re-record the tape with replay(..., mode='all') (or delete it and use mode='once')."
     )
 
 
-def miss_error(bound: Any, spec: ToolSpec, prep: Prepared, n: int, mode: str, tape_path: str | None) -> TapeMiss:
+def miss_error(bound: Any, spec: ToolSpec, prep: Prepared, n: int, mode: RecordMode, tape_path: str | None) -> TapeMiss:
     """Neither the key nor the position is on the tape."""
     index = getattr(bound, "index", None)
     lines = [
@@ -72,7 +72,7 @@ def miss_error(bound: Any, spec: ToolSpec, prep: Prepared, n: int, mode: str, ta
             f"{spec.name} is not read-only, so no mode runs it during a replay: re-record the tape with "
             f"mode='all', or serve it with fallbacks={{{spec.name!r}: fake}}."
         )
-    lines.append(f"Replay mode {mode!r}. To fix: {fix}")
+    lines.append(f"Replay mode {mode.value!r}. To fix: {fix}")
     return TapeMiss("\n".join(lines))
 
 

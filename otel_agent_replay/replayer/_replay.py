@@ -10,38 +10,36 @@ emits its own run and step spans, linked to the recorded ones.
 from __future__ import annotations
 
 import datetime as _dt
-import functools
-import inspect
 import os
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import Token
+from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import Any
 
-from otel_agent_replay.capture import DEFAULT_REDACTOR, Redactor
+from otel_agent_replay.capture import Redactor
 from otel_agent_replay.core import (
     ConfigurationError,
+    ModelPolicy,
+    ModelPolicyName,
+    RecordMode,
+    RecordModeName,
+    Scope,
+    SideEffect,
+    SideEffectName,
+    SideEffectPolicy,
+    SideEffectPolicyName,
+    StalePolicy,
+    StalePolicyName,
     TapeNotFoundError,
     TapeStale,
-    TapeUnused,
 )
-from otel_agent_replay.core import attributes as A
-from otel_agent_replay.instrumentation import current_replay, positive_seconds
+from otel_agent_replay.instrumentation import current_replay
 from otel_agent_replay.recorder import record
 from otel_agent_replay.tape import Run, Tape, load_tape
 
-from ._ledger import Divergence
-from ._session import (
-    MODEL_POLICIES,
-    MODES,
-    SIDE_EFFECT_POLICIES,
-    STALE_VERSION_POLICIES,
-    ReplaySession,
-    select_runs,
-)
-
-F = TypeVar("F", bound=Callable[..., Any])
+from ._options import Overrides, ReplayOptions
+from ._session import ReplaySession, select_runs
 
 
 def _recorded_at(run: Run) -> _dt.datetime | None:
@@ -55,91 +53,108 @@ def _recorded_at(run: Run) -> _dt.datetime | None:
     return _dt.datetime.fromtimestamp(first / 1e9, _dt.timezone.utc) if first else None
 
 
-class replay:
+@dataclass(frozen=True, slots=True)
+class _Entered:
+    """What one entry of a replay block needs at its end."""
+
+    session: ReplaySession
+    token: Token[Any]
+    recorder: record | None
+    temp: Path | None
+
+
+class replay(Scope[ReplaySession, _Entered]):
     """Replay the agent runs on a tape: every ``@tool`` and ``@model_call`` served from it.
 
-    ``source`` is a tape path or a loaded ``Tape``. Options (a contract): ``run_id`` /
-    ``trace_id`` select runs (default: all, in order, as the agent starts them);
-    ``mode`` is ``"none"`` (strict), ``"once"`` (record when the tape is missing),
-    ``"new_episodes"`` (read-only misses run live and are appended) or ``"all"``
-    (always record); ``side_effects="stub"`` or ``stub=(tool, ...)`` serve recorded
-    results of tools that are not read-only (default: refused); ``fallbacks`` maps tools
-    to fakes that serve their misses; ``overrides`` maps a tool (or ``(tool, n)``) to a
-    value or exception that replaces the recorded result; ``max_age`` (seconds or
-    timedelta) fails a stale tape; ``allow_unused`` lets recorded steps go unused;
-    ``models="live"`` runs model calls for real while tools stay replayed; ``spans=False``
-    emits no replay spans; ``declare`` gives side effects to tools that declared none;
-    ``stale_versions="error"`` fails on a tool whose version changed; ``redactor`` must
-    match the one used to record.
+    A context manager (``with`` / ``async with``, yielding the ``ReplaySession``) and a decorator.
+
+    :param source: a tape path, or a loaded ``Tape``.
+    :param options: a ``ReplayOptions`` shared by many replays; each keyword below that is given
+        (not None) wins over the same field of it.
+    :param run_id: replay only this recorded run (default: all, in order, as the agent starts them).
+    :param trace_id: replay only the runs of this trace.
+    :param mode: ``"none"`` (strict), ``"once"`` (record when the tape is missing), ``"new_episodes"``
+        (read-only misses run live and are appended) or ``"all"`` (always record).
+    :param side_effects: ``"stub"`` serves the recorded results of every tool that is not read-only
+        (default ``"refuse"``: ``SideEffectRefused``).
+    :param stub: tools that are not read-only whose recorded results are served.
+    :param fallbacks: tool → a fake that serves its misses.
+    :param overrides: tool (or ``(tool, n)``) → a value or exception served instead of the recorded result.
+    :param max_age: seconds or a timedelta: an older tape fails as ``TapeStale``.
+    :param allow_unused: let recorded steps go unused.
+    :param models: ``"live"`` runs model calls for real while tools stay replayed.
+    :param spans: False emits no replay spans.
+    :param declare: side effects for tools that declared none.
+    :param stale_versions: ``"error"`` fails on a tool whose version changed (default ``"warn"``).
+    :param redactor: the redactor the tape was recorded with.
     """
 
     def __init__(
         self,
         source: str | os.PathLike[str] | Tape,
+        options: ReplayOptions | None = None,
         *,
         run_id: str | None = None,
         trace_id: str | None = None,
-        mode: str = "none",
-        side_effects: str = "refuse",
-        stub: Iterable[str] = (),
+        mode: RecordMode | RecordModeName | None = None,
+        side_effects: SideEffectPolicy | SideEffectPolicyName | None = None,
+        stub: Iterable[str] | None = None,
         fallbacks: Mapping[str, Callable[..., Any]] | None = None,
-        overrides: Mapping[str | tuple[str, int], Any] | None = None,
+        overrides: Overrides | None = None,
         max_age: float | _dt.timedelta | None = None,
-        allow_unused: bool = False,
-        models: str = "tape",
-        spans: bool = True,
-        declare: Mapping[str, str] | None = None,
-        stale_versions: str = "warn",
+        allow_unused: bool | None = None,
+        models: ModelPolicy | ModelPolicyName | None = None,
+        spans: bool | None = None,
+        declare: Mapping[str, SideEffect | SideEffectName] | None = None,
+        stale_versions: StalePolicy | StalePolicyName | None = None,
         redactor: Redactor | None = None,
     ) -> None:
-        _check_choice("mode", mode, MODES)
-        _check_choice("side_effects", side_effects, SIDE_EFFECT_POLICIES)
-        _check_choice("models", models, MODEL_POLICIES)
-        _check_choice("stale_versions", stale_versions, STALE_VERSION_POLICIES)
-        if isinstance(stub, str):
-            stub = (stub,)
-        declare = dict(declare or {})
-        for tool_name, effect in declare.items():
-            if effect not in A.SIDE_EFFECTS:
-                raise ConfigurationError(f"declare={{{tool_name!r}: {effect!r}}}: use one of {sorted(A.SIDE_EFFECTS)}")
-        if isinstance(source, Tape) and mode in ("once", "all"):
-            raise ConfigurationError(f"mode={mode!r} records, so it needs a tape path, not a loaded Tape")
+        super().__init__()
+        given = {
+            "run_id": run_id,
+            "trace_id": trace_id,
+            "mode": mode,
+            "side_effects": side_effects,
+            "stub": stub,
+            "fallbacks": fallbacks,
+            "overrides": overrides,
+            "max_age": max_age,
+            "allow_unused": allow_unused,
+            "models": models,
+            "spans": spans,
+            "declare": declare,
+            "stale_versions": stale_versions,
+            "redactor": redactor,
+        }
+        if options is not None and not isinstance(options, ReplayOptions):
+            raise ConfigurationError(f"replay(options={options!r}): give a ReplayOptions (or use the keywords)")
+        base = options or ReplayOptions()
+        self.options = base.replace(**{k: v for k, v in given.items() if v is not None})
+        if isinstance(source, Tape) and self.options.record_mode in (RecordMode.ONCE, RecordMode.ALL):
+            raise ConfigurationError(
+                f"mode={self.options.record_mode.value!r} records, so it needs a tape path, not a loaded Tape"
+            )
         self.source = source
-        self.run_id = run_id
-        self.trace_id = trace_id
-        self.mode = mode
-        self.side_effects = side_effects
-        self.stub = frozenset(stub)
-        self.fallbacks = dict(fallbacks or {})
-        self.overrides: dict[str | tuple[str, int], Any] = dict(overrides or {})
-        self.max_age = positive_seconds(max_age, "max_age")
-        self.allow_unused = allow_unused
-        self.models = models
-        self.spans = spans
-        self.declare = declare
-        self.stale_versions = stale_versions
-        self.redactor = redactor or DEFAULT_REDACTOR
-        self._stack: list[tuple[ReplaySession, Token[Any], record | None, Path | None]] = []
 
     def _path(self) -> Path | None:
         return None if isinstance(self.source, Tape) else Path(self.source)
 
-    def __enter__(self) -> ReplaySession:
+    def _start(self) -> tuple[ReplaySession, _Entered]:
         path = self._path()
         recorder: record | None = None
         temp: Path | None = None
-        if path is not None and (self.mode == "all" or (self.mode == "once" and not path.exists())):
-            temp = path.with_name(f".{path.name}.recording-{os.getpid()}") if self.mode == "all" else None
-            recorder = record(temp or path, redactor=self.redactor)
+        if path is not None and self.options.records(path.exists()):
+            if self.options.record_mode == RecordMode.ALL:
+                temp = path.with_name(f".{path.name}.recording-{os.getpid()}")
+            recorder = record(temp or path, redactor=self.options.redactor)
             recorder.__enter__()
-            session = ReplaySession(self, None, str(path), recording=True)
+            session = ReplaySession(self.options, None, str(path), recording=True)
         else:
             tape = self.source if isinstance(self.source, Tape) else self._load(path)
             self._check_age(tape)
-            session = ReplaySession(self, tape, tape.path, recording=False)
+            session = ReplaySession(self.options, tape, tape.path, recording=False)
         token = current_replay.set(session)
-        self._stack.append((session, token, recorder, temp))
-        return session
+        return session, _Entered(session, token, recorder, temp)
 
     def _load(self, path: Path | None) -> Tape:
         assert path is not None
@@ -147,67 +162,33 @@ class replay:
             return load_tape(path)
         except TapeNotFoundError as exc:
             raise TapeNotFoundError(
-                f"{path}: no tape to replay (mode={self.mode!r}); record it first, or use mode='once' to "
-                "record it on the first run"
+                f"{path}: no tape to replay (mode={self.options.record_mode.value!r}); record it first, or use "
+                "mode='once' to record it on the first run"
             ) from exc
 
     def _check_age(self, tape: Tape) -> None:
-        if self.max_age is None:
+        max_age = self.options.max_age_seconds
+        if max_age is None:
             return
         now = _dt.datetime.now(_dt.timezone.utc)
-        for run in select_runs(tape, self):
+        for run in select_runs(tape, self.options):
             when = _recorded_at(run)
-            if when is not None and (now - when).total_seconds() > self.max_age:
+            if when is not None and (now - when).total_seconds() > max_age:
                 raise TapeStale(
                     f"{tape.path}: run {run.run_id} was recorded at {when.isoformat(timespec='seconds')}, "
                     f"{(now - when).total_seconds() / 86400:.1f} days ago, older than max_age="
-                    f"{self.max_age:g}s; re-record it (mode='all') so the fixtures follow today's APIs"
+                    f"{max_age:g}s; re-record it (mode='all') so the fixtures follow today's APIs"
                 )
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        session, token, recorder, temp = self._stack.pop()
-        current_replay.reset(token)
-        if recorder is not None:
-            recorder.__exit__(exc_type, exc, tb)
+    def _stop(self, entered: _Entered, error: BaseException | None) -> None:
+        current_replay.reset(entered.token)
+        if entered.recorder is not None:
+            entered.recorder.__exit__(type(error) if error else None, error, None)
             path = self._path()
+            temp = entered.temp
             if temp is not None and path is not None:
-                if exc is None and temp.exists():
+                if error is None and temp.exists():
                     os.replace(temp, path)
                 else:
                     temp.unlink(missing_ok=True)
-        session.finish(exc)
-
-    async def __aenter__(self) -> ReplaySession:
-        return self.__enter__()
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.__exit__(exc_type, exc, tb)
-
-    def __call__(self, fn: F) -> F:
-        if inspect.iscoroutinefunction(fn):
-
-            @functools.wraps(fn)
-            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                async with self:
-                    return await fn(*args, **kwargs)
-
-            return cast(F, async_wrapper)
-
-        @functools.wraps(fn)
-        def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
-            with self:
-                return fn(*args, **kwargs)
-
-        return cast(F, sync_wrapper)
-
-
-def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ConfigurationError(f"replay({name}={value!r}): use one of {', '.join(map(repr, allowed))}")
-
-
-__all__ = ["Divergence", "ReplaySession", "TapeUnused", "replay"]
+        entered.session.finish(error)

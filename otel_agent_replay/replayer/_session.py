@@ -14,16 +14,23 @@ import threading
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from opentelemetry.trace import INVALID_SPAN, Link, SpanContext, TraceFlags
 
-from otel_agent_replay.capture import Capture, CapturedResult, Redactor, capture_args
+from otel_agent_replay.capture import Capture, CapturedResult, capture_args
 from otel_agent_replay.comparison import RunView
 from otel_agent_replay.core import (
     ConfigurationError,
+    DivergenceKind,
+    ModelPolicy,
+    RecordMode,
     ReplayDivergence,
     ReplayError,
+    SideEffect,
+    SideEffectPolicy,
+    StalePolicy,
+    StepKind,
     TapeStale,
     TapeWarning,
 )
@@ -46,31 +53,9 @@ from otel_agent_replay.tape import Run, Step, Tape
 
 from ._append import Appender, PendingStep
 from ._index import RunIndex, rebuild_exception, recorded_result
-from ._ledger import Divergence, Ledger
+from ._ledger import Divergence, Ledger, ReplayStats
 from ._messages import drift_error, miss_error, refused_error, unused_error
-
-MODES = ("none", "once", "new_episodes", "all")
-SIDE_EFFECT_POLICIES = ("refuse", "stub")
-MODEL_POLICIES = ("tape", "live")
-STALE_VERSION_POLICIES = ("warn", "error")
-
-
-class ReplayOptions(Protocol):
-    """The options a session reads (``replay`` has them all)."""
-
-    run_id: str | None
-    trace_id: str | None
-    mode: str
-    side_effects: str
-    stub: frozenset[str]
-    fallbacks: dict[str, Callable[..., Any]]
-    overrides: dict[str | tuple[str, int], Any]
-    allow_unused: bool
-    models: str
-    spans: bool
-    declare: dict[str, str]
-    stale_versions: str
-    redactor: Redactor
+from ._options import ReplayOptions
 
 
 class _ReplayRun:
@@ -116,7 +101,7 @@ class ReplaySession:
         self.tape = tape
         self.tape_path = tape_path
         self.recording = recording
-        self.mode = options.mode
+        self.mode = options.record_mode
         self.spans = options.spans
         self.capture = Capture(redactor=options.redactor)
         self.ledger = Ledger()
@@ -130,9 +115,9 @@ class ReplaySession:
     # --- the handle ------------------------------------------------------------------
 
     @property
-    def stats(self) -> Mapping[str, Any]:
-        """Counters of this replay (a read-only snapshot), with its ``mode``."""
-        return self.ledger.stats("record" if self.recording else self.mode)
+    def stats(self) -> ReplayStats:
+        """Counters of this replay (a snapshot), with its ``mode``; also readable as a mapping."""
+        return self.ledger.stats("record" if self.recording else self.mode.value)
 
     @property
     def report(self) -> tuple[Divergence, ...]:
@@ -158,7 +143,7 @@ class ReplaySession:
             spec = make_spec(
                 original,
                 name=name or (spec.name if spec else None),
-                kind=A.KIND_TOOL,
+                kind=StepKind.TOOL,
                 side_effect=side_effect or (spec.side_effect if spec else None),
                 version=spec.version if spec else None,
                 ttl=None,
@@ -193,13 +178,17 @@ class ReplaySession:
         with self._lock:
             recorded = self._queue.pop(0) if self._queue else None
         self.ledger.bump("runs_replayed")
-        index = RunIndex(recorded, include_models=self.options.models == "tape") if recorded is not None else None
+        index = (
+            RunIndex(recorded, include_models=self.options.model_policy == ModelPolicy.TAPE)
+            if recorded is not None
+            else None
+        )
         bound = _ReplayRun(index, None)
         with self._lock:
             self._bound.append(bound)
         if recorded is None:
             self.ledger.diverge(
-                "runs",
+                DivergenceKind.RUN_COUNT,
                 "",
                 agent_name,
                 0,
@@ -213,6 +202,9 @@ class ReplaySession:
     def end_run(self, replay_run: object, error: BaseException | None, output: object) -> None:
         self.ledger.add_output(output)
 
+    def _index(self, run: Run) -> RunIndex:
+        return RunIndex(run, include_models=self.options.model_policy == ModelPolicy.TAPE)
+
     def _binding(self) -> tuple[_ReplayRun, RunState]:
         state = current_run.get() or active_run()
         if state is not None and isinstance(state.replay, _ReplayRun):
@@ -221,7 +213,11 @@ class ReplaySession:
             implicit = self._implicit
             if implicit is None:
                 recorded = self._queue.pop(0) if self._queue else None
-                index = RunIndex(recorded, include_models=self.options.models == "tape") if recorded else None
+                index = (
+                    RunIndex(recorded, include_models=self.options.model_policy == ModelPolicy.TAPE)
+                    if recorded
+                    else None
+                )
                 live = RunState(
                     recorded.run_id if recorded else "",
                     recorded.agent_name if recorded else "",
@@ -238,21 +234,9 @@ class ReplaySession:
 
     def call(self, spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Serve one call of a decorated function (or a double)."""
-        if self.recording:
-            seq = self._count_recorded(spec)
-            try:
-                result = call_recorded(spec, fn, args, kwargs)
-            except BaseException as exc:
-                self._observe_recorded(spec, seq, args, kwargs, None, exc)
-                raise
-            self._observe_recorded(spec, seq, args, kwargs, result, None)
-            return result
         serving = self._begin_serving(spec, args, kwargs)
         try:
-            if serving.decision.how == "tape":
-                result = self._from_tape(serving.decision)
-            else:
-                result = (serving.decision.fake or fn)(*args, **kwargs)
+            result = serving.invoke(fn, args, kwargs)
         except BaseException as exc:
             serving.fail(exc)
             raise
@@ -262,36 +246,26 @@ class ReplaySession:
     async def call_async(
         self, spec: ToolSpec, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        """``call`` for coroutine functions."""
-        if self.recording:
-            seq = self._count_recorded(spec)
-            try:
-                result = await call_recorded_async(spec, fn, args, kwargs)
-            except BaseException as exc:
-                self._observe_recorded(spec, seq, args, kwargs, None, exc)
-                raise
-            self._observe_recorded(spec, seq, args, kwargs, result, None)
-            return result
+        """``call`` for coroutine functions: the same serving, with the live call (or an async fake) awaited."""
         serving = self._begin_serving(spec, args, kwargs)
         try:
-            if serving.decision.how == "tape":
-                result = self._from_tape(serving.decision)
-            else:
-                result = (serving.decision.fake or fn)(*args, **kwargs)
-                if inspect.isawaitable(result):  # the live tool, or an async fake
-                    result = await result
+            result = serving.invoke(fn, args, kwargs)
+            if inspect.isawaitable(result):
+                result = await result
         except BaseException as exc:
             serving.fail(exc)
             raise
         serving.done(result)
         return result
 
-    def _begin_serving(self, spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Serving:
+    def _begin_serving(self, spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Serving | _Recorded:
+        if self.recording:
+            return _Recorded(self, spec, self._count_recorded(spec), args, kwargs)
         bound, _state, prep, decision = self._prepare_call(spec, args, kwargs)
         step = start_step(spec, prep, _step_links(decision.step)) if self.spans else None
         pending = None
         if decision.how == "live":
-            self.ledger.bump("live_model_calls" if spec.kind == A.KIND_LLM else "live_tool_calls")
+            self.ledger.bump("live_model_calls" if spec.kind == StepKind.LLM else "live_tool_calls")
             appender = self._appender_for(decision, bound)
             if appender is not None:
                 pending = appender.start(spec, prep, bound.index.run if bound.index else None)
@@ -334,21 +308,25 @@ class ReplaySession:
         return self.ledger.count_recorded(spec, self._read_only(spec))
 
     def _read_only(self, spec: ToolSpec) -> bool:
-        declared = spec.side_effect or self.options.declare.get(spec.name)
-        return declared == A.SIDE_EFFECT_READ_ONLY
+        declared = spec.side_effect or self.options.declared.get(spec.name)
+        return declared == SideEffect.READ_ONLY
 
     def _decide(self, spec: ToolSpec, bound: _ReplayRun, prep: Prepared) -> _Decision:
         name = spec.name
         n = bound.position(name)
         seq = prep.ids.seq
         run_id = bound.recorded_id
-        if spec.kind == A.KIND_LLM and self.options.models == "live":
+        if spec.kind == StepKind.LLM and self.options.model_policy == ModelPolicy.LIVE:
             self.ledger.bump("steps")
             return _Decision("live")
-        read_only = spec.kind == A.KIND_LLM or self._read_only(spec)
-        if not read_only and name not in self.options.stub and self.options.side_effects != "stub":
+        read_only = spec.kind == StepKind.LLM or self._read_only(spec)
+        if (
+            not read_only
+            and name not in self.options.stubbed
+            and self.options.side_effect_policy != SideEffectPolicy.STUB
+        ):
             self.ledger.bump("steps", "refused_side_effects")
-            declared = spec.side_effect or self.options.declare.get(name)
+            declared = spec.side_effect or self.options.declared.get(name)
             self.ledger.fail(refused_error(name, declared, run_id), run_id, name, n, seq)
         index = bound.index
         step = index.take(prep.captured.call_key) if index is not None else None
@@ -374,7 +352,7 @@ class ReplaySession:
             self.ledger.bump("steps", "tape_misses", "fallback_calls")
             return _Decision("fallback", fake=fake)
         self.ledger.bump("steps", "tape_misses")
-        if self.mode == "new_episodes" and read_only and spec.kind == A.KIND_TOOL:
+        if self.mode == RecordMode.NEW_EPISODES and read_only and spec.kind == StepKind.TOOL:
             return _Decision("live", append=True)
         self.ledger.fail(miss_error(bound, spec, prep, n, self.mode, self.tape_path), run_id, name, n, seq)
 
@@ -398,7 +376,7 @@ class ReplaySession:
                     f"of date: re-record the tape (mode='all')"
                 )
                 self.ledger.bump("stale_steps")
-                self.ledger.diverge("expired", run_id, step.tool, n, step.seq, message)
+                self.ledger.diverge(DivergenceKind.EXPIRED, run_id, step.tool, n, step.seq, message)
                 warnings.warn(message, TapeWarning, stacklevel=4)
         if spec.version is not None and step.tool_version is not None and spec.version != step.tool_version:
             message = (
@@ -406,9 +384,9 @@ class ReplaySession:
                 f"(recorded seq {step.seq}); re-record the tape (mode='all') to refresh it"
             )
             self.ledger.bump("stale_steps")
-            if self.options.stale_versions == "error":
+            if self.options.stale_policy == StalePolicy.ERROR:
                 self.ledger.fail(TapeStale(message), run_id, step.tool, n, step.seq)
-            self.ledger.diverge("stale", run_id, step.tool, n, step.seq, message)
+            self.ledger.diverge(DivergenceKind.STALE, run_id, step.tool, n, step.seq, message)
             warnings.warn(message, TapeWarning, stacklevel=4)
 
     def _from_tape(self, decision: _Decision) -> Any:
@@ -451,18 +429,18 @@ class ReplaySession:
                 unused.extend((replay_run.recorded_id, s) for s in replay_run.index.unused())
         for run in leftover:
             self.ledger.diverge(
-                "runs",
+                DivergenceKind.RUN_COUNT,
                 run.run_id,
                 run.agent_name,
                 0,
                 None,
                 f"recorded run {run.run_id} ({run.agent_name}) was never replayed: the agent started fewer runs",
             )
-            index = RunIndex(run, include_models=self.options.models == "tape")
+            index = self._index(run)
             unused.extend((run.run_id, s) for s in index.steps)
         for run_id, step in unused:
             message = f"{step.tool} (seq {step.seq}) was never called"
-            self.ledger.diverge("unused", run_id, step.tool, 0, step.seq, message)
+            self.ledger.diverge(DivergenceKind.UNUSED, run_id, step.tool, 0, step.seq, message)
         self.ledger.set_count("unused_entries", len(unused))
         if propagating is not None:
             return
@@ -493,6 +471,12 @@ class _Serving:
         self.step = step
         self.pending = pending
 
+    def invoke(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The recorded result (or exception), or what the fake or the live function returns."""
+        if self.decision.how == "tape":
+            return self.session._from_tape(self.decision)
+        return (self.decision.fake or fn)(*args, **kwargs)
+
     def fail(self, exc: BaseException) -> None:
         self.session._observe(self.spec, self.prep, None, exc)
         if self.pending is not None:
@@ -506,6 +490,32 @@ class _Serving:
             self.pending.finish(result)
         if self.step is not None:
             self.step.finish(result, _as_recorded(self.decision))
+
+
+class _Recorded:
+    """One call while the replay records (modes ``once`` on a missing tape and ``all``): it runs live."""
+
+    __slots__ = ("args", "kwargs", "seq", "session", "spec")
+
+    def __init__(
+        self, session: ReplaySession, spec: ToolSpec, seq: int, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
+        self.session = session
+        self.spec = spec
+        self.seq = seq
+        self.args = args
+        self.kwargs = kwargs
+
+    def invoke(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Run the real function as a recorded step (a coroutine to await for async functions)."""
+        run = call_recorded_async if self.spec.is_async else call_recorded
+        return run(self.spec, fn, args, kwargs)
+
+    def fail(self, exc: BaseException) -> None:
+        self.session._observe_recorded(self.spec, self.seq, self.args, self.kwargs, None, exc)
+
+    def done(self, result: object) -> None:
+        self.session._observe_recorded(self.spec, self.seq, self.args, self.kwargs, result, None)
 
 
 def _as_recorded(decision: _Decision) -> CapturedResult | None:

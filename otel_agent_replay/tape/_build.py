@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from otel_agent_replay.capture import canonical_json, dumps_canonical, key_from_json, normalize
+from otel_agent_replay.core import SideEffect, StepKind
 from otel_agent_replay.core.attributes import (
     AGENT_VERSION,
     EXPIRES_AT,
@@ -24,7 +25,6 @@ from otel_agent_replay.core.attributes import (
     GEN_AI_USAGE_INPUT_TOKENS,
     GEN_AI_USAGE_OUTPUT_TOKENS,
     INPUT,
-    KIND_LLM,
     MODE,
     MODEL_RESULT,
     OP_INVOKE_AGENT,
@@ -35,7 +35,6 @@ from otel_agent_replay.core.attributes import (
     RESULT_SHA256,
     RESULT_TRUNCATED,
     SIDE_EFFECT,
-    SIDE_EFFECT_UNDECLARED,
     TASK,
     TOOL_VERSION,
 )
@@ -58,14 +57,14 @@ def make_step(
 ) -> Step:
     """The ``Step`` of a step span whose run, seq, step id and call key are known."""
     get = record.attributes.get
-    result = get(MODEL_RESULT if kind == KIND_LLM else GEN_AI_TOOL_CALL_RESULT)
+    result = get(MODEL_RESULT if kind == StepKind.LLM else GEN_AI_TOOL_CALL_RESULT)
     if result is not None and type(result) is not str:
         result = canonical_json(result)
     parent_step_id = get(PARENT_STEP_ID)
     if type(parent_step_id) is not str:
         parent_step_id = "" if parent_step_id is None else str(parent_step_id)
     side_effect = get(SIDE_EFFECT)
-    if side_effect == SIDE_EFFECT_UNDECLARED:
+    if side_effect == SideEffect.UNDECLARED:
         side_effect = None
     truncated = get(RESULT_TRUNCATED)
     return Step(

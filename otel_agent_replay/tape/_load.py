@@ -26,6 +26,7 @@ from operator import attrgetter
 from typing import Any
 
 from otel_agent_replay.capture import canonical_json
+from otel_agent_replay.core import StepKind
 from otel_agent_replay.core.attributes import (
     CALL_KEY,
     FUNCTION,
@@ -33,8 +34,6 @@ from otel_agent_replay.core.attributes import (
     GEN_AI_TOOL_CALL_ARGUMENTS,
     GEN_AI_TOOL_NAME,
     KIND,
-    KIND_LLM,
-    KIND_TOOL,
     MODEL_ARGUMENTS,
     OP_CHAT,
     OP_EXECUTE_TOOL,
@@ -160,13 +159,13 @@ class _RunBuilder:
         if op is None:
             return
         if op == OP_EXECUTE_TOOL:
-            kind = KIND_TOOL
+            kind = StepKind.TOOL
             args = attrs.get(GEN_AI_TOOL_CALL_ARGUMENTS)
             tool = attrs.get(GEN_AI_TOOL_NAME)
             if tool is None:
                 tool = name_suffix(record.name, OP_EXECUTE_TOOL)
-        elif op == OP_CHAT and attrs.get(KIND) == KIND_LLM:
-            kind = KIND_LLM
+        elif op == OP_CHAT and attrs.get(KIND) == StepKind.LLM:
+            kind = StepKind.LLM
             args = attrs.get(MODEL_ARGUMENTS)
             tool = attrs.get(FUNCTION)
             if tool is None:

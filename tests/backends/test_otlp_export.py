@@ -17,7 +17,8 @@ from helpers.rawtape import raw_spans
 
 from otel_agent_replay import ConfigurationError, agent_run, load_tape, model_call, record, tool
 from otel_agent_replay.backends._otlp_config import content_capture_enabled
-from otel_agent_replay.backends._otlp_export import OtlpWarning, strip_content
+from otel_agent_replay.backends._otlp_export import strip_content
+from otel_agent_replay.core import OtlpWarning
 from otel_agent_replay.core import attributes as A
 
 

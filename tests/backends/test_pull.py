@@ -15,10 +15,11 @@ from helpers.rawtape import raw_spans
 from opentelemetry import trace
 
 from otel_agent_replay import ConfigurationError, agent_run, load_tape, record, replay
-from otel_agent_replay.backends import EndpointError, parse_duration, parse_time, pull
+from otel_agent_replay.backends import parse_duration, parse_time, pull
 from otel_agent_replay.backends._jaeger_answer import redact_string
 from otel_agent_replay.capture import DEFAULT_REDACTOR
 from otel_agent_replay.cli._demo import record_demo, run_chain
+from otel_agent_replay.core import EndpointError
 from otel_agent_replay.core import attributes as A
 
 _TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"

@@ -14,9 +14,9 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, SpanKind
 
 from otel_agent_replay import TapeFormatError, TapeNotFoundError, TapeWarning, agent_run, record, tool
-from otel_agent_replay.backends import EndpointError, push
+from otel_agent_replay.backends import push
 from otel_agent_replay.backends._otlp_json import span_json
-from otel_agent_replay.core import ConfigurationError
+from otel_agent_replay.core import ConfigurationError, EndpointError
 from otel_agent_replay.core import attributes as A
 
 

@@ -502,7 +502,7 @@ def test_several_runs_replay_in_order_and_count_mismatch_is_reported(tmp_path: P
     assert r.stats["runs_replayed"] == 3 and r.stats["tape_hits"] == 3
     with pytest.raises(TapeUnused), replay(tape) as short, agent_run("inv"):
         stock("a")
-    assert {d.kind for d in short.report} == {"runs", "unused"}
+    assert {d.kind for d in short.report} == {"run_count", "unused"}
     runs = load_tape(tape).runs
     with replay(tape, run_id=runs[1].run_id) as one, agent_run("inv"):
         stock("b")

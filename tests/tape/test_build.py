@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from otel_agent_replay.capture._canonical import call_key
+from otel_agent_replay.core import SideEffect, StepKind
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.tape._build import (
     complete_run,
@@ -28,12 +29,12 @@ def test_a_step_takes_its_fields_from_the_span() -> None:
     attrs = {
         A.GEN_AI_TOOL_CALL_RESULT: {"n": 1},  # a foreign writer's structured value
         A.PARENT_STEP_ID: None,
-        A.SIDE_EFFECT: A.SIDE_EFFECT_UNDECLARED,
+        A.SIDE_EFFECT: SideEffect.UNDECLARED,
         A.TOOL_VERSION: 3,
         A.RESULT_TRUNCATED: "true",
         A.GEN_AI_USAGE_INPUT_TOKENS: "12",
     }
-    step = make_step(A.KIND_TOOL, "search", '{"q":1}', 1, "search#1", "k", "run-1", record("1" * 16, "", attrs))
+    step = make_step(StepKind.TOOL, "search", '{"q":1}', 1, "search#1", "k", "run-1", record("1" * 16, "", attrs))
     assert step.result_json == '{"n":1}'
     assert step.parent_step_id == ""
     assert step.side_effect is None
@@ -46,7 +47,7 @@ def test_a_step_takes_its_fields_from_the_span() -> None:
 
 def test_a_model_step_reads_the_model_result() -> None:
     attrs = {A.MODEL_RESULT: '"ok"', A.GEN_AI_TOOL_CALL_RESULT: '"not this"'}
-    step = make_step(A.KIND_LLM, "plan", "{}", 1, "plan#1", "k", "run-1", record("1" * 16, "", attrs, "chat gpt-4o"))
+    step = make_step(StepKind.LLM, "plan", "{}", 1, "plan#1", "k", "run-1", record("1" * 16, "", attrs, "chat gpt-4o"))
     assert step.result_json == '"ok"'
 
 
@@ -59,7 +60,7 @@ def test_a_run_takes_its_agent_from_the_attribute_or_the_span_name() -> None:
 
 def test_an_incomplete_run_is_inferred_from_its_steps() -> None:
     steps = tuple(
-        make_step(A.KIND_TOOL, "t", "{}", seq, f"t#{seq}", "k", "run-4", record(span_id, parent, {}))
+        make_step(StepKind.TOOL, "t", "{}", seq, f"t#{seq}", "k", "run-4", record(span_id, parent, {}))
         for seq, span_id, parent in ((1, "2" * 16, "9" * 16), (2, "3" * 16, "2" * 16), (3, "4" * 16, "9" * 16))
     )
     run = incomplete_run("run-4", steps)

@@ -29,7 +29,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from otel_agent_replay.capture._canonical import call_key
-from otel_agent_replay.core import TapeFormatError, TapeNotFoundError, TapeWarning
+from otel_agent_replay.core import SideEffect, StepKind, TapeFormatError, TapeNotFoundError, TapeWarning
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.core.attributes import (
     JAEGER_ERROR,
@@ -124,10 +124,10 @@ def _tool_attrs(run_id: str, tool: str, seq: int, args: Any, result: Any, *, par
         A.STEP_ID: f"{tool}#{seq}",
         A.PARENT_STEP_ID: parent_step,
         A.SEQ: seq,
-        A.KIND: A.KIND_TOOL,
+        A.KIND: StepKind.TOOL,
         A.CALL_KEY: call_key(tool, args),
         A.TOOL_VERSION: "2",
-        A.SIDE_EFFECT: A.SIDE_EFFECT_READ_ONLY,
+        A.SIDE_EFFECT: SideEffect.READ_ONLY,
         A.RESULT_SHA256: "ab" * 32,
         A.RESULT_TRUNCATED: False,
         A.SCHEMA_VERSION_ATTR: A.SCHEMA_VERSION,
@@ -149,7 +149,7 @@ def _llm_attrs(run_id: str, seq: int) -> dict[str, Any]:
         A.STEP_ID: f"plan#{seq}",
         A.PARENT_STEP_ID: "",
         A.SEQ: seq,
-        A.KIND: A.KIND_LLM,
+        A.KIND: StepKind.LLM,
         A.CALL_KEY: call_key("plan", args),
         A.SCHEMA_VERSION_ATTR: A.SCHEMA_VERSION,
     }
@@ -183,7 +183,7 @@ def record_scenario() -> Recording:
                 if run_id == "run-1":
                     mail = _tool_attrs(run_id, "send_mail", 3, {"to": "a@example.com"}, None)
                     del mail[A.GEN_AI_TOOL_CALL_RESULT]
-                    mail[A.SIDE_EFFECT] = A.SIDE_EFFECT_EXTERNAL
+                    mail[A.SIDE_EFFECT] = SideEffect.EXTERNAL
                     with sdk.span(A.tool_span_name("send_mail"), mail, parent=run, exception=ValueError("smtp down")):
                         pass
             ids["trace_a"] = f"{run.get_span_context().trace_id:032x}"
@@ -419,20 +419,20 @@ def test_recorded_runs_and_steps_load(tape_path: Path, scenario: Recording) -> N
     assert [s.step_id for s in run1.steps] == ["plan#1", "search#2", "send_mail#3"]
     assert [s.seq for s in run1.steps] == [1, 2, 3]
     plan, search, mail = run1.steps
-    assert plan.kind == A.KIND_LLM
+    assert plan.kind == StepKind.LLM
     assert plan.tool == "plan"
     assert plan.model == "gpt-4o"
     assert plan.provider == "openai"
     assert (plan.input_tokens, plan.output_tokens) == (120, 40)
     assert plan.args == {"messages": [{"role": "user", "content": "refund order 17"}]}
     assert plan.result == {"tool_calls": [{"name": "search"}]}
-    assert search.kind == A.KIND_TOOL
+    assert search.kind == StepKind.TOOL
     assert search.args == {"customer_id": "c_17", "limit": 20}
     assert search.result == {"n": 1}
     assert search.call_key == call_key("search", {"customer_id": "c_17", "limit": 20})
     assert search.parent_step_id == "plan#1"
     assert search.parent_span_id == run1.span_id
-    assert search.side_effect == A.SIDE_EFFECT_READ_ONLY
+    assert search.side_effect == SideEffect.READ_ONLY
     assert search.tool_version == "2"
     assert search.result_sha256 == "ab" * 32
     assert search.result_truncated is False
@@ -443,7 +443,7 @@ def test_recorded_runs_and_steps_load(tape_path: Path, scenario: Recording) -> N
     assert search.attributes[A.RESULT_TRUNCATED] is False
     assert mail.error == StepError("ValueError", "smtp down")
     assert mail.result_json is None
-    assert mail.side_effect == A.SIDE_EFFECT_EXTERNAL
+    assert mail.side_effect == SideEffect.EXTERNAL
 
 
 def test_runs_come_in_order_of_first_appearance(tape_path: Path, scenario: Recording) -> None:

@@ -1,0 +1,126 @@
+"""Every option with a fixed set of values: a ``str`` enum and the ``Literal`` of its spellings.
+
+The enums are ``str`` subclasses, so ``RecordMode.NONE == "none"`` and a value read back from a
+tape or a command line compares equal to its member. Public signatures take either form
+(``mode="once"`` or ``mode=RecordMode.ONCE``); ``choice`` turns a value into its member or raises
+a ``ConfigurationError`` that lists the allowed spellings.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Literal, TypeVar
+
+from ._errors import ConfigurationError
+
+
+class Choice(str, enum.Enum):
+    """A ``str`` enum whose ``str()`` and format are its value (``enum.StrEnum`` is 3.11+)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class RecordMode(Choice):
+    """How a replay treats the tape (vcrpy's names)."""
+
+    NONE = "none"
+    """Strict replay: every call must be on the tape."""
+    ONCE = "once"
+    """Record when the tape is missing, else replay strictly."""
+    NEW_EPISODES = "new_episodes"
+    """Replay; a miss of a read-only tool runs live and is appended to its recorded run."""
+    ALL = "all"
+    """Record again, replacing the tape when the block ends without an error."""
+
+
+class SideEffect(Choice):
+    """What a tool declares it does outside the process."""
+
+    READ_ONLY = "read_only"
+    WRITE = "write"
+    EXTERNAL = "external"
+    """Sends, pays or deletes outside the process."""
+    UNDECLARED = "undeclared"
+    """Nothing was declared: treated as not read-only."""
+
+
+class StepKind(Choice):
+    """What a step is: a tool call or a model (LLM) call."""
+
+    TOOL = "tool"
+    LLM = "llm"
+
+
+class SideEffectPolicy(Choice):
+    """What a replay does with a tool that is not read-only."""
+
+    REFUSE = "refuse"
+    STUB = "stub"
+    """Serve its recorded result without running it."""
+
+
+class ModelPolicy(Choice):
+    """Where a replay gets model calls from."""
+
+    TAPE = "tape"
+    LIVE = "live"
+
+
+class StalePolicy(Choice):
+    """What a replay does when a tool's version changed since recording."""
+
+    WARN = "warn"
+    ERROR = "error"
+
+
+class DivergenceKind(Choice):
+    """One vocabulary for what differs: a replay's report and ``compare``'s differences.
+
+    A replay reports ``drift``, ``miss``, ``refused``, ``unused``, ``stale``, ``expired`` and
+    ``run_count``; ``compare`` reports ``run_count`` and the kinds from ``task`` to ``output``,
+    in the order listed (behaviour before data).
+    """
+
+    DRIFT = "drift"
+    MISS = "miss"
+    REFUSED = "refused"
+    UNUSED = "unused"
+    STALE = "stale"
+    EXPIRED = "expired"
+    RUN_COUNT = "run_count"
+    TASK = "task"
+    INPUT = "input"
+    STEP_MISSING = "step_missing"
+    STEP_EXTRA = "step_extra"
+    TOOL = "tool"
+    PARENT = "parent"
+    ARGS = "args"
+    RESULT = "result"
+    ERROR = "error"
+    SIDE_EFFECT = "side_effect"
+    OUTPUT = "output"
+
+
+RecordModeName = Literal["none", "once", "new_episodes", "all"]
+SideEffectName = Literal["read_only", "write", "external"]
+SideEffectPolicyName = Literal["refuse", "stub"]
+ModelPolicyName = Literal["tape", "live"]
+StalePolicyName = Literal["warn", "error"]
+
+C = TypeVar("C", bound=Choice)
+
+
+def choice(kind: type[C], value: object, call: str, option: str, *, allowed: tuple[C, ...] | None = None) -> C:
+    """``value`` as a member of ``kind``; else a ``ConfigurationError`` naming ``call(option=value)`` and the spellings."""
+    members = allowed if allowed is not None else tuple(kind)
+    if isinstance(value, str):
+        for member in members:
+            if member.value == value:
+                return member
+    spellings = ", ".join(repr(m.value) for m in members)
+    raise ConfigurationError(f"{call}({option}={value!r}): use one of {spellings}")
+
+
+DECLARABLE_SIDE_EFFECTS: tuple[SideEffect, ...] = (SideEffect.READ_ONLY, SideEffect.WRITE, SideEffect.EXTERNAL)
+"""What a tool may declare (``undeclared`` is the absence of a declaration)."""

@@ -1,0 +1,136 @@
+"""``ReplayOptions``: a replay's policy as one frozen value, so a test suite can define it once."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, cast
+
+from otel_agent_replay.capture import DEFAULT_REDACTOR, Redactor
+from otel_agent_replay.core import (
+    DECLARABLE_SIDE_EFFECTS,
+    ConfigurationError,
+    ModelPolicy,
+    ModelPolicyName,
+    RecordMode,
+    RecordModeName,
+    SideEffect,
+    SideEffectName,
+    SideEffectPolicy,
+    SideEffectPolicyName,
+    StalePolicy,
+    StalePolicyName,
+    choice,
+)
+from otel_agent_replay.instrumentation import positive_seconds
+
+Overrides = Mapping[str | tuple[str, int], Any]
+"""A tool (or ``(tool, n)``: its nth call) → the value or exception served instead of the recorded result."""
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    """How a replay serves calls. Every field is also a keyword of ``replay(...)``, which wins over it.
+
+    Build once and share: ``STRICT_SUITE = ReplayOptions(stub=("send_invoice",), max_age=86400 * 30)``,
+    then ``replay(path, STRICT_SUITE)`` or ``STRICT_SUITE.replace(allow_unused=True)``.
+    """
+
+    run_id: str | None = None
+    """Replay only this recorded run."""
+    trace_id: str | None = None
+    """Replay only the runs of this trace."""
+    mode: RecordMode | RecordModeName = RecordMode.NONE
+    """``none`` (strict), ``once`` (record when the tape is missing), ``new_episodes`` (read-only misses
+    run live and are appended), ``all`` (record again)."""
+    side_effects: SideEffectPolicy | SideEffectPolicyName = SideEffectPolicy.REFUSE
+    """``refuse`` tools that are not read-only, or ``stub`` them all with their recorded results."""
+    stub: Iterable[str] = ()
+    """Tools that are not read-only whose recorded results are served (they never run)."""
+    fallbacks: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    """Tool → a fake that serves its misses."""
+    overrides: Overrides = field(default_factory=dict)
+    """Tool or ``(tool, n)`` → a value or exception served instead of the recorded result."""
+    max_age: float | _dt.timedelta | None = None
+    """Fail with ``TapeStale`` when a run is older than this (seconds or a timedelta)."""
+    allow_unused: bool = False
+    """Let recorded steps go unused without failing the replay."""
+    models: ModelPolicy | ModelPolicyName = ModelPolicy.TAPE
+    """``tape`` (model calls are replayed) or ``live`` (they run for real; tools stay replayed)."""
+    spans: bool = True
+    """Emit the replay's own run and step spans."""
+    declare: Mapping[str, SideEffect | SideEffectName] = field(default_factory=dict)
+    """Side effects for tools that declared none."""
+    stale_versions: StalePolicy | StalePolicyName = StalePolicy.WARN
+    """``warn`` or ``error`` when a tool's version changed since recording."""
+    redactor: Redactor = DEFAULT_REDACTOR
+    """The redactor the tape was recorded with (live arguments are redacted the same way)."""
+
+    def __post_init__(self) -> None:
+        put = object.__setattr__  # normalising in a frozen dataclass
+        put(self, "mode", choice(RecordMode, self.mode, "replay", "mode"))
+        put(self, "side_effects", choice(SideEffectPolicy, self.side_effects, "replay", "side_effects"))
+        put(self, "models", choice(ModelPolicy, self.models, "replay", "models"))
+        put(self, "stale_versions", choice(StalePolicy, self.stale_versions, "replay", "stale_versions"))
+        put(self, "stub", frozenset((self.stub,) if isinstance(self.stub, str) else self.stub))
+        put(self, "fallbacks", MappingProxyType(dict(self.fallbacks)))
+        put(self, "overrides", MappingProxyType(dict(self.overrides)))
+        declared: dict[str, SideEffect] = {}
+        for name, effect in self.declare.items():
+            if effect not in DECLARABLE_SIDE_EFFECTS:
+                spellings = ", ".join(repr(e.value) for e in DECLARABLE_SIDE_EFFECTS)
+                raise ConfigurationError(f"replay(declare={{{name!r}: {effect!r}}}): use one of {spellings}")
+            declared[name] = SideEffect(effect)
+        put(self, "declare", MappingProxyType(declared))
+        put(self, "max_age", positive_seconds(self.max_age, "max_age"))
+        if not isinstance(self.redactor, Redactor):
+            raise ConfigurationError(f"replay(redactor={self.redactor!r}): give a Redactor")
+
+    # Typed reads of the fields normalised in __post_init__ (they hold members, not spellings).
+    @property
+    def record_mode(self) -> RecordMode:
+        """``mode`` as a ``RecordMode``."""
+        return cast(RecordMode, self.mode)
+
+    @property
+    def side_effect_policy(self) -> SideEffectPolicy:
+        """``side_effects`` as a ``SideEffectPolicy``."""
+        return cast(SideEffectPolicy, self.side_effects)
+
+    @property
+    def model_policy(self) -> ModelPolicy:
+        """``models`` as a ``ModelPolicy``."""
+        return cast(ModelPolicy, self.models)
+
+    @property
+    def stale_policy(self) -> StalePolicy:
+        """``stale_versions`` as a ``StalePolicy``."""
+        return cast(StalePolicy, self.stale_versions)
+
+    @property
+    def declared(self) -> Mapping[str, SideEffect]:
+        """``declare`` with ``SideEffect`` values."""
+        return cast(Mapping[str, SideEffect], self.declare)
+
+    @property
+    def stubbed(self) -> frozenset[str]:
+        """The tools named in ``stub``, as a set."""
+        return cast(frozenset[str], self.stub)
+
+    @property
+    def max_age_seconds(self) -> float | None:
+        """``max_age`` in seconds (it is normalised to seconds when the options are made)."""
+        value = self.max_age
+        return value.total_seconds() if isinstance(value, _dt.timedelta) else value
+
+    def replace(self, **changes: Any) -> ReplayOptions:
+        """A copy with some fields changed (checked like the original)."""
+        return dataclasses.replace(self, **changes)
+
+    def records(self, tape_exists: bool) -> bool:
+        """Whether a replay with these options records instead of replaying."""
+        mode = self.record_mode
+        return mode == RecordMode.ALL or (mode == RecordMode.ONCE and not tape_exists)
