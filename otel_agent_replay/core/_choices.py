@@ -112,7 +112,7 @@ C = TypeVar("C", bound=Choice)
 
 
 def choice(kind: type[C], value: object, call: str, option: str, *, allowed: tuple[C, ...] | None = None) -> C:
-    """``value`` as a member of ``kind``; else a ``ConfigurationError`` naming ``call(option=value)`` and the spellings."""
+    """``value`` as a member of ``kind``, else a ``ConfigurationError``: ``call(option=value)`` and the choices."""
     members = allowed if allowed is not None else tuple(kind)
     if isinstance(value, str):
         for member in members:

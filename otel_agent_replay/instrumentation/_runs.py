@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import datetime as _dt
-import functools
 import inspect
 import uuid
 from collections.abc import Callable
-from types import TracebackType
 from typing import Any, TypeVar, cast
 
 from opentelemetry import context as otel_context
@@ -15,7 +13,7 @@ from opentelemetry import trace
 from opentelemetry.trace import INVALID_SPAN, Link, Span, SpanKind
 
 from otel_agent_replay.capture import DEFAULT_CAPTURE, Capture, bind_arguments, capture_json, hash_text
-from otel_agent_replay.core import ConfigurationError
+from otel_agent_replay.core import ConfigurationError, Scope
 from otel_agent_replay.core import attributes as A
 
 from ._runtime import (
@@ -59,7 +57,11 @@ class RunHandle:
         return f"RunHandle(run_id={self.run_id!r}, agent_name={self.agent_name!r}, trace_id={self.trace_id!r})"
 
 
-class agent_run:
+_Entered = tuple[RunState, RunHandle, list[Callable[[], None]], ReplayHook | None]
+"""What the end of a run needs: its state, handle, the undo steps and the replay it is bound to."""
+
+
+class agent_run(Scope[RunHandle, _Entered]):
     """One run of an agent: a parent span ``invoke_agent {agent_name}`` for its steps.
 
     Use as ``with agent_run("planner") as run:``, ``async with``, or as a decorator
@@ -78,6 +80,9 @@ class agent_run:
         input: object = None,
         conversation_id: str | None = None,
     ) -> None:
+        super().__init__()
+        self._signature: inspect.Signature | None = None
+        """The decorated function's signature, when used as a decorator."""
         if not agent_name or not isinstance(agent_name, str):
             raise ConfigurationError(f"agent_run needs an agent name (a non-empty string), got {agent_name!r}")
         self.agent_name = agent_name
@@ -86,7 +91,6 @@ class agent_run:
         self.task = task
         self.input = input
         self.conversation_id = conversation_id
-        self._state: list[tuple[RunState, RunHandle, list[Callable[[], None]], ReplayHook | None]] = []
 
     def _options(self, **changes: Any) -> agent_run:
         kw: dict[str, Any] = {
@@ -99,7 +103,7 @@ class agent_run:
         kw.update(changes)
         return agent_run(self.agent_name, **kw)
 
-    def __enter__(self) -> RunHandle:
+    def _start(self) -> tuple[RunHandle, _Entered]:
         recording = current_recording.get()
         capture = cast(Capture, getattr(recording, "capture", DEFAULT_CAPTURE))
         session = current_replay.get()
@@ -145,13 +149,14 @@ class agent_run:
         step_token = current_step.set(None)
         undo.append(lambda: current_step.reset(step_token))
         run_started(state)
-        self._state.append((state, handle, undo, session))
-        return handle
+        return handle, (state, handle, undo, session)
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    def _stop(
+        self,
+        entered: tuple[RunState, RunHandle, list[Callable[[], None]], ReplayHook | None],
+        exc: BaseException | None,
     ) -> None:
-        state, handle, undo, session = self._state.pop()
+        state, handle, undo, session = entered
         run_ended(state)
         try:
             if exc is not None:
@@ -163,42 +168,19 @@ class agent_run:
             if session is not None and state.replay is not None:
                 session.end_run(state.replay, exc, handle.output)
 
-    async def __aenter__(self) -> RunHandle:
-        return self.__enter__()
+    def _for_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> agent_run:
+        """As a decorator, each call is a new run whose input is the call's bound arguments."""
+        if self.input is not None:
+            return self._options()
+        try:
+            bound = bind_arguments(self._signature, args, kwargs) if self._signature is not None else {}
+        except TypeError:
+            bound = {}
+        return self._options(input=bound or None)
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.__exit__(exc_type, exc, tb)
+    def _returned(self, handle: RunHandle, result: object) -> None:
+        handle.set_output(result)
 
     def __call__(self, fn: F) -> F:
-        signature = inspect.signature(fn)
-
-        def run_for(args: tuple[Any, ...], kwargs: dict[str, Any]) -> agent_run:
-            if self.input is not None:
-                return self._options()
-            try:
-                bound = bind_arguments(signature, args, kwargs)
-            except TypeError:
-                bound = {}
-            return self._options(input=bound or None)
-
-        if inspect.iscoroutinefunction(fn):
-
-            @functools.wraps(fn)
-            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                async with run_for(args, kwargs) as handle:
-                    result = await fn(*args, **kwargs)
-                    handle.set_output(result)
-                    return result
-
-            return cast(F, async_wrapper)
-
-        @functools.wraps(fn)
-        def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
-            with run_for(args, kwargs) as handle:
-                result = fn(*args, **kwargs)
-                handle.set_output(result)
-                return result
-
-        return cast(F, sync_wrapper)
+        self._signature = inspect.signature(fn)
+        return super().__call__(fn)

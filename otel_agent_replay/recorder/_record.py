@@ -19,7 +19,6 @@ import warnings
 import weakref
 from contextvars import Token
 from pathlib import Path
-from types import TracebackType
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -29,7 +28,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 
 from otel_agent_replay.backends import OtlpOption, OtlpProcessor, OtlpStats, otlp_processor
 from otel_agent_replay.capture import DEFAULT_REDACTOR, BlobStore, Capture, Limits, Redactor
-from otel_agent_replay.core import ConfigurationError, OtlpWarning, RecordingWarning
+from otel_agent_replay.core import ConfigurationError, OtlpWarning, RecordingWarning, Scope
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import current_recording
 
@@ -135,7 +134,7 @@ def _router_for(provider: TracerProvider) -> _Router:
         return router
 
 
-class record:
+class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
     """Append the runs started inside this block to the tape at ``path``.
 
     Options: ``redactor`` (a ``Redactor``; redaction is on by default), ``max_string``
@@ -166,6 +165,7 @@ class record:
         otlp_content: bool | None = None,
         otlp_flush_timeout: float = 5.0,
     ) -> None:
+        super().__init__()
         self.path = Path(path)
         if self.path.is_dir():
             raise ConfigurationError(f"record({str(path)!r}): that is a folder; give the tape's file path")
@@ -184,9 +184,8 @@ class record:
         self.otlp = otlp
         self.otlp_content = otlp_content
         self.otlp_flush_timeout = float(otlp_flush_timeout)
-        self._stack: list[tuple[Recording, Token[object | None]]] = []
 
-    def __enter__(self) -> Recording:
+    def _start(self) -> tuple[Recording, tuple[Recording, Token[object | None]]]:
         provider = ensure_provider()
         _router_for(provider)
         otlp = otlp_processor(
@@ -198,13 +197,10 @@ class record:
         exporter = TapeSpanExporter(self.path, fsync=self.fsync)
         rec = Recording(self.path, exporter, self.capture, otlp)
         token = current_recording.set(rec)
-        self._stack.append((rec, token))
-        return rec
+        return rec, (rec, token)
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        rec, token = self._stack.pop()
+    def _stop(self, entered: tuple[Recording, Token[object | None]], error: BaseException | None) -> None:
+        rec, token = entered
         current_recording.reset(token)
         rec.open = False
         rec.exporter.force_flush()
@@ -214,18 +210,10 @@ class record:
             warnings.warn(
                 f"{rec.path}: {lost} span(s) could not be written to the tape (see the log for why)",
                 RecordingWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         if rec.otlp is not None:
             _close_otlp(rec, rec.otlp)
-
-    async def __aenter__(self) -> Recording:
-        return self.__enter__()
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.__exit__(exc_type, exc, tb)
 
 
 def _close_otlp(rec: Recording, otlp: OtlpProcessor) -> None:
@@ -247,5 +235,5 @@ def _close_otlp(rec: Recording, otlp: OtlpProcessor) -> None:
         f"({', '.join(counts)}){why}. The tape {rec.path} has every span; send them later with: "
         f"otel-agent-replay push {rec.path} --endpoint {target}",
         OtlpWarning,
-        stacklevel=3,
+        stacklevel=4,
     )
