@@ -12,7 +12,7 @@ import functools
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar, cast, overload
 
-from otel_agent_replay.core import StepKind
+from otel_agent_replay.core import SideEffect, SideEffectName, StepKind
 
 from ._runs import RunHandle, agent_run
 from ._runtime import current_replay
@@ -56,7 +56,7 @@ def tool(fn: F, /) -> F: ...
 def tool(
     *,
     name: str | None = None,
-    side_effect: str | None = None,
+    side_effect: SideEffect | SideEffectName | None = None,
     version: str | None = None,
     ttl: float | _dt.timedelta | None = None,
     ignore: Iterable[str] = (),
@@ -66,7 +66,7 @@ def tool(
     /,
     *,
     name: str | None = None,
-    side_effect: str | None = None,
+    side_effect: SideEffect | SideEffectName | None = None,
     version: str | None = None,
     ttl: float | _dt.timedelta | None = None,
     ignore: Iterable[str] = (),

@@ -9,7 +9,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_agent_replay.capture import Binder, context_parameters, make_binder
-from otel_agent_replay.core import DECLARABLE_SIDE_EFFECTS, ConfigurationError, SideEffect, StepKind
+from otel_agent_replay.core import (
+    DECLARABLE_SIDE_EFFECTS,
+    ConfigurationError,
+    SideEffect,
+    SideEffectName,
+    StepKind,
+    choice,
+)
 
 SPEC_ATTRIBUTE = "__agent_replay_tool__"
 
@@ -19,9 +26,9 @@ class ToolSpec:
     """What a decorated tool or model function declared."""
 
     name: str
-    kind: str
-    """``tool`` or ``llm``."""
-    side_effect: str | None
+    kind: StepKind
+    side_effect: SideEffect | None
+    """What the tool declared (None: nothing; treated as not read-only)."""
     version: str | None
     ttl: float | None
     ignore: frozenset[str]
@@ -62,8 +69,8 @@ def make_spec(
     fn: Callable[..., Any],
     *,
     name: str | None,
-    kind: str,
-    side_effect: str | None,
+    kind: StepKind,
+    side_effect: SideEffect | SideEffectName | None,
     version: str | None,
     ttl: float | _dt.timedelta | None,
     ignore: Iterable[str],
@@ -73,11 +80,10 @@ def make_spec(
     """Check a tool's declaration and build its spec (``ConfigurationError`` when invalid)."""
     if not callable(fn):
         raise ConfigurationError(f"@{'tool' if kind == StepKind.TOOL else 'model_call'} needs a function, got {fn!r}")
-    if side_effect is not None and side_effect not in DECLARABLE_SIDE_EFFECTS:
-        allowed = ", ".join(sorted(DECLARABLE_SIDE_EFFECTS))
-        raise ConfigurationError(
-            f"{getattr(fn, '__qualname__', fn)!r}: side_effect={side_effect!r} is not one of {allowed}"
-        )
+    declared = None
+    if side_effect is not None:
+        where = f"@tool on {getattr(fn, '__qualname__', fn)!r}"
+        declared = choice(SideEffect, side_effect, where, "side_effect", allowed=DECLARABLE_SIDE_EFFECTS)
     signature = inspect.signature(fn)
     ignored = frozenset([ignore] if isinstance(ignore, str) else ignore)
     unknown = ignored - set(signature.parameters)
@@ -91,7 +97,7 @@ def make_spec(
     return ToolSpec(
         name=name or fn.__name__,
         kind=kind,
-        side_effect=side_effect,
+        side_effect=declared,
         version=version,
         ttl=positive_seconds(ttl, "ttl"),
         ignore=ignored,

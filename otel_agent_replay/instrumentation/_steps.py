@@ -137,7 +137,7 @@ def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]
         }
         span_name = A.tool_span_name(spec.name)
         if spec.side_effect is not None:
-            attrs[A.SIDE_EFFECT] = spec.side_effect
+            attrs[A.SIDE_EFFECT] = spec.side_effect.value
     else:
         model = spec.model or _model_from_args(captured.value) or spec.name
         attrs = {A.GEN_AI_OPERATION_NAME: A.OP_CHAT, A.GEN_AI_REQUEST_MODEL: model, A.FUNCTION: spec.name}
@@ -152,7 +152,7 @@ def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]
     attrs[A.STEP_ID] = ids.step_id
     attrs[A.PARENT_STEP_ID] = ids.parent_step_id
     attrs[A.SEQ] = ids.seq
-    attrs[A.KIND] = spec.kind
+    attrs[A.KIND] = spec.kind.value
     attrs[A.CALL_KEY] = captured.call_key
     if spec.version is not None:
         attrs[A.TOOL_VERSION] = spec.version

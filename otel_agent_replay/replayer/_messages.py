@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from otel_agent_replay.comparison import describe, json_changes, short
-from otel_agent_replay.core import RecordMode, SideEffectRefused, TapeDrift, TapeMiss, TapeUnused
+from otel_agent_replay.core import RecordMode, SideEffect, SideEffectRefused, TapeDrift, TapeMiss, TapeUnused
 from otel_agent_replay.tape import Step
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def miss_error(bound: Any, spec: ToolSpec, prep: Prepared, n: int, mode: RecordM
             lines.append(f"    seq {step.seq} {step.step_id}  {describe(changes, 4)}")
     else:
         lines.append(f"  the recorded run has no call of {spec.name}")
-    if spec.side_effect == "read_only":
+    if spec.side_effect == SideEffect.READ_ONLY:
         fix = (
             "replay with mode='new_episodes' to run it once, live, and append it to the tape; or serve it "
             f"with fallbacks={{{spec.name!r}: fake}}; or re-record the tape with mode='all'."
@@ -76,9 +76,11 @@ def miss_error(bound: Any, spec: ToolSpec, prep: Prepared, n: int, mode: RecordM
     return TapeMiss("\n".join(lines))
 
 
-def refused_error(tool: str, declared: str | None, run_id: str) -> SideEffectRefused:
+def refused_error(tool: str, declared: SideEffect | None, run_id: str) -> SideEffectRefused:
     """A tool that is not read-only was called during a replay."""
-    what = f"declares side_effect={declared!r}" if declared else "declares no side effect (treated as not read-only)"
+    what = (
+        f"declares side_effect={declared.value!r}" if declared else "declares no side effect (treated as not read-only)"
+    )
     fix = (
         f"To get its recorded result without running it, pass stub=({tool!r},) or side_effects='stub'."
         if declared

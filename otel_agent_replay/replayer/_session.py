@@ -28,6 +28,7 @@ from otel_agent_replay.core import (
     ReplayDivergence,
     ReplayError,
     SideEffect,
+    SideEffectName,
     SideEffectPolicy,
     StalePolicy,
     StepKind,
@@ -129,7 +130,7 @@ class ReplaySession:
         return self.ledger.view(f"replay of {self.tape_path}")
 
     def double(
-        self, fn: Callable[..., Any], *, name: str | None = None, side_effect: str | None = None
+        self, fn: Callable[..., Any], *, name: str | None = None, side_effect: SideEffect | SideEffectName | None = None
     ) -> Callable[..., Any]:
         """A double of ``fn`` with its signature, served by this replay.
 
