@@ -1,22 +1,32 @@
 """otel-agent-replay: agent runs as OpenTelemetry spans, recorded to tapes and replayed offline.
 
-Public names (a contract): ``tool``, ``model_call``, ``agent_run``, ``record``,
-``load_tape``, ``replay``, ``Redactor`` and the errors below ``AgentReplayError``.
+This module defines nothing: it re-exports the public names from the subpackages that own them.
+Public names (a contract): ``tool``, ``model_call``, ``agent_run``, ``record``, ``load_tape``,
+``replay``, ``compare``, ``Redactor`` and the errors below ``AgentReplayError``.
 """
 
 from __future__ import annotations
 
-from otel_agent_replay.capture import Redactor
-from otel_agent_replay.comparison import Comparison, Policy, RunView, compare
+from otel_agent_replay.capture import Limits, Redactor
+from otel_agent_replay.comparison import Comparison, Difference, Policy, RunView, compare
 from otel_agent_replay.core import (
     AgentReplayError,
+    AgentReplayWarning,
     ConfigurationError,
+    DivergenceKind,
     EndpointError,
+    ModelPolicy,
     OtlpWarning,
     RecordedToolError,
+    RecordingWarning,
+    RecordMode,
     ReplayDivergence,
     ReplayError,
+    SideEffect,
+    SideEffectPolicy,
     SideEffectRefused,
+    StalePolicy,
+    StepKind,
     TapeDrift,
     TapeError,
     TapeFormatError,
@@ -30,29 +40,42 @@ from otel_agent_replay.core import (
 )
 from otel_agent_replay.instrumentation import RunHandle, agent_run, model_call, tool
 from otel_agent_replay.recorder import Recording, record
-from otel_agent_replay.replayer import Divergence, ReplaySession, replay
+from otel_agent_replay.replayer import Divergence, ReplayOptions, ReplaySession, ReplayStats, replay
 from otel_agent_replay.tape import Run, Step, StepError, Tape, load_tape
 
 __all__ = [
     "AgentReplayError",
+    "AgentReplayWarning",
     "Comparison",
     "ConfigurationError",
+    "Difference",
     "Divergence",
+    "DivergenceKind",
     "EndpointError",
+    "Limits",
+    "ModelPolicy",
     "OtlpWarning",
     "Policy",
+    "RecordMode",
     "RecordedToolError",
     "Recording",
+    "RecordingWarning",
     "Redactor",
     "ReplayDivergence",
     "ReplayError",
+    "ReplayOptions",
     "ReplaySession",
+    "ReplayStats",
     "Run",
     "RunHandle",
     "RunView",
+    "SideEffect",
+    "SideEffectPolicy",
     "SideEffectRefused",
+    "StalePolicy",
     "Step",
     "StepError",
+    "StepKind",
     "Tape",
     "TapeDrift",
     "TapeError",

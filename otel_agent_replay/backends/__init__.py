@@ -1,4 +1,4 @@
-"""backends."""
+"""Backends: the OTLP side of a recording, ``push`` to an OTLP endpoint, ``pull`` from Jaeger, and HTTP to them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""capture."""
+"""Capture: from a Python value to a span attribute value (binding, canonical JSON, redaction, size caps, blobs).
+
+The first names are the public ones (``Redactor``, ``Limits``); the rest serve the SDK's other subpackages.
+"""
 
 from __future__ import annotations
 

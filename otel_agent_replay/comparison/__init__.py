@@ -1,15 +1,18 @@
-"""comparison."""
+"""Comparison and views: ``compare(a, b)`` with its ``Policy`` and ``Difference`` entries, ``RunView`` assertions.
+
+Also the field-level JSON differences that replay messages show.
+"""
 
 from __future__ import annotations
 
 from ._compare import STRICT, Comparison, Policy, compare
-from ._diff import Change, describe, json_changes, short
+from ._diff import Difference, describe, json_changes, short
 from ._views import ObservedCall, RunView
 
 __all__ = [
     "STRICT",
-    "Change",
     "Comparison",
+    "Difference",
     "ObservedCall",
     "Policy",
     "RunView",

@@ -17,9 +17,10 @@ from typing import Any
 
 import orjson
 
+from otel_agent_replay.core import DivergenceKind
 from otel_agent_replay.tape import Run, Step, Tape, load_tape
 
-from ._diff import ABSENT, short
+from ._diff import ABSENT, Difference
 
 DEFAULT_IGNORE: tuple[str, ...] = (
     "*timestamp*",
@@ -39,19 +40,19 @@ DEFAULT_IGNORE: tuple[str, ...] = (
 """Paths ignored by default: timestamps, request and trace ids, token counts."""
 
 # The order in which kinds are reported: behaviour first, then data.
-KIND_ORDER: tuple[str, ...] = (
-    "run_count",
-    "task",
-    "input",
-    "step_missing",
-    "step_extra",
-    "tool",
-    "parent",
-    "args",
-    "result",
-    "error",
-    "side_effect",
-    "output",
+KIND_ORDER: tuple[DivergenceKind, ...] = (
+    DivergenceKind.RUN_COUNT,
+    DivergenceKind.TASK,
+    DivergenceKind.INPUT,
+    DivergenceKind.STEP_MISSING,
+    DivergenceKind.STEP_EXTRA,
+    DivergenceKind.TOOL,
+    DivergenceKind.PARENT,
+    DivergenceKind.ARGS,
+    DivergenceKind.RESULT,
+    DivergenceKind.ERROR,
+    DivergenceKind.SIDE_EFFECT,
+    DivergenceKind.OUTPUT,
 )
 
 
@@ -97,43 +98,32 @@ STRICT = Policy(ignore=())
 """A policy that ignores nothing."""
 
 
-@dataclass(frozen=True, slots=True)
-class Divergence:
-    """One difference between two runs."""
-
-    kind: str
-    step: str
-    """The step_id it is about ("" for run-level differences)."""
-    path: str
-    left: Any
-    right: Any
-
-    def __str__(self) -> str:
-        where = f"{self.step} " if self.step else ""
-        at = f"{self.path}: " if self.path else ""
-        return f"[{self.kind}] {where}{at}{short(self.left)} → {short(self.right)}"
-
-
 @dataclass(frozen=True)
 class Comparison:
-    """The divergences between two runs (or two tapes, run by run), behaviour first."""
+    """The differences between two runs (or two tapes, run by run), behaviour first."""
 
     left: str
     right: str
-    divergences: tuple[Divergence, ...]
+    differences: tuple[Difference, ...]
 
     @property
     def same(self) -> bool:
         """True when nothing diverged (under the policy)."""
-        return not self.divergences
+        return not self.differences
 
     @property
-    def first(self) -> Divergence | None:
-        """The first divergence in report order, or None."""
-        return self.divergences[0] if self.divergences else None
+    def first(self) -> Difference | None:
+        """The first difference in report order, or None."""
+        return self.differences[0] if self.differences else None
 
-    def of_kind(self, kind: str) -> tuple[Divergence, ...]:
-        return tuple(d for d in self.divergences if d.kind == kind)
+    @property
+    def divergences(self) -> tuple[Difference, ...]:
+        """The same as ``differences`` (its name before 0.2; ``--json`` still says ``divergences``)."""
+        return self.differences
+
+    def of_kind(self, kind: DivergenceKind | str) -> tuple[Difference, ...]:
+        """The differences of one kind."""
+        return tuple(d for d in self.differences if d.kind == kind)
 
     def __bool__(self) -> bool:
         return not self.same
@@ -141,8 +131,8 @@ class Comparison:
     def __str__(self) -> str:
         if self.same:
             return f"{self.left} and {self.right}: no divergence"
-        lines = [f"{self.left} → {self.right}: {len(self.divergences)} divergence(s)"]
-        lines.extend(f"  {d}" for d in self.divergences)
+        lines = [f"{self.left} → {self.right}: {len(self.differences)} divergence(s)"]
+        lines.extend(f"  {d}" for d in self.differences)
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -152,8 +142,8 @@ class Comparison:
             "right": self.right,
             "same": self.same,
             "divergences": [
-                {"kind": d.kind, "step": d.step, "path": d.path, "left": _plain(d.left), "right": _plain(d.right)}
-                for d in self.divergences
+                {"kind": d.kind.value, "step": d.step, "path": d.path, "left": _plain(d.left), "right": _plain(d.right)}
+                for d in self.differences
             ],
         }
 
@@ -177,9 +167,9 @@ def compare(a: RunSource, b: RunSource, policy: Policy | None = None) -> Compari
     policy = policy or Policy()
     left_runs, left_name = _runs(a)
     right_runs, right_name = _runs(b)
-    found: list[Divergence] = []
+    found: list[Difference] = []
     if len(left_runs) != len(right_runs):
-        found.append(Divergence("run_count", "", "runs", len(left_runs), len(right_runs)))
+        found.append(_diff(DivergenceKind.RUN_COUNT, "", "runs", len(left_runs), len(right_runs)))
     for left, right in zip(left_runs, right_runs, strict=False):
         found.extend(_compare_runs(left, right, policy))
     rank = {kind: i for i, kind in enumerate(KIND_ORDER)}
@@ -187,23 +177,23 @@ def compare(a: RunSource, b: RunSource, policy: Policy | None = None) -> Compari
     return Comparison(left_name, right_name, tuple(d for _, d in ordered))
 
 
-def _compare_runs(left: Run, right: Run, policy: Policy) -> list[Divergence]:
-    out: list[Divergence] = []
+def _compare_runs(left: Run, right: Run, policy: Policy) -> list[Difference]:
+    out: list[Difference] = []
     if left.task != right.task and not policy.ignored("task"):
-        out.append(Divergence("task", "", "task", left.task, right.task))
-    out.extend(_values("input", "", "input", left.input, right.input, policy, ""))
+        out.append(_diff(DivergenceKind.TASK, "", "task", left.task, right.task))
+    out.extend(_values(DivergenceKind.INPUT, "", "input", left.input, right.input, policy, ""))
     right_steps = {s.step_id: s for s in right.steps}
     left_ids = {s.step_id for s in left.steps}
     for step in left.steps:
         other = right_steps.get(step.step_id)
         if other is None:
-            out.append(Divergence("step_missing", step.step_id, "", _step_face(step), ABSENT))
+            out.append(_diff(DivergenceKind.STEP_MISSING, step.step_id, "", _step_face(step), ABSENT))
             continue
         out.extend(_compare_steps(step, other, policy))
     for step in right.steps:
         if step.step_id not in left_ids:
-            out.append(Divergence("step_extra", step.step_id, "", ABSENT, _step_face(step)))
-    out.extend(_values("output", "", "output", left.output, right.output, policy, ""))
+            out.append(_diff(DivergenceKind.STEP_EXTRA, step.step_id, "", ABSENT, _step_face(step)))
+    out.extend(_values(DivergenceKind.OUTPUT, "", "output", left.output, right.output, policy, ""))
     return out
 
 
@@ -211,35 +201,41 @@ def _step_face(step: Step) -> dict[str, Any]:
     return {"tool": step.tool, "seq": step.seq, "args": step.args}
 
 
-def _compare_steps(left: Step, right: Step, policy: Policy) -> list[Divergence]:
+def _compare_steps(left: Step, right: Step, policy: Policy) -> list[Difference]:
     sid = left.step_id
-    out: list[Divergence] = []
+    out: list[Difference] = []
     if (left.kind, left.tool) != (right.kind, right.tool):
-        out.append(Divergence("tool", sid, "tool", left.tool, right.tool))
+        out.append(_diff(DivergenceKind.TOOL, sid, "tool", left.tool, right.tool))
         return out
     tool = left.tool
     if left.parent_step_id != right.parent_step_id and not policy.ignored("parent_step_id", tool):
-        out.append(Divergence("parent", sid, "parent_step_id", left.parent_step_id, right.parent_step_id))
-    out.extend(_values("args", sid, "args", left.args, right.args, policy, tool))
+        out.append(_diff(DivergenceKind.PARENT, sid, "parent_step_id", left.parent_step_id, right.parent_step_id))
+    out.extend(_values(DivergenceKind.ARGS, sid, "args", left.args, right.args, policy, tool))
     left_error = left.error.type if left.error else None
     right_error = right.error.type if right.error else None
     if left_error != right_error:
-        out.append(Divergence("error", sid, "error", left_error, right_error))
+        out.append(_diff(DivergenceKind.ERROR, sid, "error", left_error, right_error))
     elif left.error is None:
-        out.extend(_values("result", sid, "result", left.result, right.result, policy, tool))
+        out.extend(_values(DivergenceKind.RESULT, sid, "result", left.result, right.result, policy, tool))
     if left.side_effect != right.side_effect and not policy.ignored("side_effect", tool):
-        out.append(Divergence("side_effect", sid, "side_effect", left.side_effect, right.side_effect))
+        out.append(_diff(DivergenceKind.SIDE_EFFECT, sid, "side_effect", left.side_effect, right.side_effect))
     return out
 
 
-def _values(kind: str, step: str, path: str, left: Any, right: Any, policy: Policy, tool: str) -> list[Divergence]:
+def _diff(kind: DivergenceKind, step: str, path: str, left: Any, right: Any) -> Difference:
+    return Difference(path, left, right, kind, step)
+
+
+def _values(
+    kind: DivergenceKind, step: str, path: str, left: Any, right: Any, policy: Policy, tool: str
+) -> list[Difference]:
     if policy.ignored(path, tool):
         return []
     normalize = policy.normalizer(path, tool)
     if normalize is not None:
         left, right = normalize(left), normalize(right)
     if isinstance(left, dict) and isinstance(right, dict):
-        out: list[Divergence] = []
+        out: list[Difference] = []
         for key in sorted(left.keys() | right.keys()):
             out.extend(
                 _values(kind, step, f"{path}.{key}", left.get(key, ABSENT), right.get(key, ABSENT), policy, tool)
@@ -257,7 +253,7 @@ def _values(kind: str, step: str, path: str, left: Any, right: Any, policy: Poli
         return out
     if type(left) is type(right) and left == right:
         return []
-    return [Divergence(kind, step, path, left, right)]
+    return [Difference(path, left, right, kind, step)]
 
 
 def _sorted_items(items: list[Any], key_field: str | None) -> list[Any]:

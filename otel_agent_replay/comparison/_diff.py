@@ -10,6 +10,8 @@ from typing import Any
 
 import orjson
 
+from otel_agent_replay.core import DivergenceKind
+
 ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "(absent)"})()
 """Stands for a field one side does not have."""
 
@@ -17,15 +19,27 @@ _SHORT = 60
 
 
 @dataclass(frozen=True, slots=True)
-class Change:
-    """One difference: where (a JSON path like ``items[2].name``) and both values."""
+class Difference:
+    """One difference between two values, two steps or two runs: where, both sides, and its kind.
+
+    ``path`` is a JSON path like ``args.items[2].name`` ("" for the whole value); ``step`` the
+    step_id it is about ("" for run-level differences, and for plain value differences).
+    """
 
     path: str
     left: Any
     right: Any
+    kind: DivergenceKind = DivergenceKind.ARGS
+    step: str = ""
+
+    def brief(self) -> str:
+        """``path: left → right``, as drift messages show it."""
+        return f"{self.path or '(value)'}: {short(self.left)} → {short(self.right)}"
 
     def __str__(self) -> str:
-        return f"{self.path or '(value)'}: {short(self.left)} → {short(self.right)}"
+        where = f"{self.step} " if self.step else ""
+        at = f"{self.path}: " if self.path else ""
+        return f"[{self.kind.value}] {where}{at}{short(self.left)} → {short(self.right)}"
 
 
 def short(value: Any, limit: int = _SHORT) -> str:
@@ -43,7 +57,7 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def json_changes(left: Any, right: Any, path: str = "") -> list[Change]:
+def json_changes(left: Any, right: Any, path: str = "") -> list[Difference]:
     """Every leaf-level difference between two JSON values, in a stable order.
 
     Objects are compared key by key (a key on one side only is a change from or to
@@ -51,7 +65,7 @@ def json_changes(left: Any, right: Any, path: str = "") -> list[Change]:
     ``"3"`` differ, and so do ``True`` and ``1``.
     """
     if isinstance(left, dict) and isinstance(right, dict):
-        changes: list[Change] = []
+        changes: list[Difference] = []
         for key in sorted(left.keys() | right.keys()):
             changes.extend(json_changes(left.get(key, ABSENT), right.get(key, ABSENT), _join(path, key)))
         return changes
@@ -64,12 +78,12 @@ def json_changes(left: Any, right: Any, path: str = "") -> list[Change]:
         return changes
     if type(left) is type(right) and left == right:
         return []
-    return [Change(path, left, right)]
+    return [Difference(path, left, right)]
 
 
-def describe(changes: list[Change], limit: int = 8) -> str:
+def describe(changes: list[Difference], limit: int = 8) -> str:
     """Changes as ``a: 1 → 2; b: x → y`` (at most ``limit``, then a count)."""
-    shown = "; ".join(str(c) for c in changes[:limit])
+    shown = "; ".join(c.brief() for c in changes[:limit])
     if len(changes) > limit:
         shown += f"; and {len(changes) - limit} more"
     return shown or "no difference"

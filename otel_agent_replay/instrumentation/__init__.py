@@ -1,4 +1,7 @@
-"""instrumentation."""
+"""Instrumentation: ``@tool``, ``@model_call`` and ``agent_run``; the run state and the life of a step.
+
+The context variables that carry the active run, recording and replay live here too.
+"""
 
 from __future__ import annotations
 

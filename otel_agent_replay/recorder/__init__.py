@@ -1,4 +1,4 @@
-"""recorder."""
+"""The recorder: ``record(path)`` appends the runs started inside it to a tape, losslessly."""
 
 from __future__ import annotations
 

@@ -137,8 +137,9 @@ def _router_for(provider: TracerProvider) -> _Router:
 class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
     """Append the runs started inside this block to the tape at ``path``.
 
-    Options: ``redactor`` (a ``Redactor``; redaction is on by default), ``max_string``
-    and ``max_result_bytes`` (size caps), ``store_full_payloads`` (keep shortened values
+    Options: ``redactor`` (a ``Redactor``; redaction is on by default), ``limits`` (a ``Limits``
+    shared by many recordings) or ``max_string`` and ``max_result_bytes`` (size caps, winning over
+    ``limits``), ``store_full_payloads`` (keep shortened values
     whole beside the tape, named by hash), ``fsync`` (fsync on exit and per write).
     On exit the tape is flushed and durable; what could not be written is reported.
 
@@ -157,6 +158,7 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         path: str | os.PathLike[str],
         *,
         redactor: Redactor | None = None,
+        limits: Limits | None = None,
         max_string: int | None = None,
         max_result_bytes: int | None = None,
         store_full_payloads: bool = False,
@@ -169,10 +171,10 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         self.path = Path(path)
         if self.path.is_dir():
             raise ConfigurationError(f"record({str(path)!r}): that is a folder; give the tape's file path")
-        defaults = Limits()
+        base = limits or Limits()
         limits = Limits(
-            max_string=max_string if max_string is not None else defaults.max_string,
-            max_result_bytes=max_result_bytes if max_result_bytes is not None else defaults.max_result_bytes,
+            max_string=max_string if max_string is not None else base.max_string,
+            max_result_bytes=max_result_bytes if max_result_bytes is not None else base.max_result_bytes,
         )
         if limits.max_string < 16 or limits.max_result_bytes < 64:
             raise ConfigurationError(f"size caps too small: {limits}; max_string >= 16, max_result_bytes >= 64")

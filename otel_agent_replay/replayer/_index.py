@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from otel_agent_replay.capture import BlobStore
-from otel_agent_replay.comparison import Change, json_changes
+from otel_agent_replay.comparison import Difference, json_changes
 from otel_agent_replay.core import RecordedToolError, StepKind, TapePayloadMissing
 from otel_agent_replay.tape import Run, Step, StepError
 
@@ -64,7 +64,7 @@ class RunIndex:
         with self._lock:
             return [s for s in self.steps if id(s) not in self._consumed]
 
-    def nearest(self, tool: str, args: Any, limit: int = 3) -> list[tuple[Step, list[Change]]]:
+    def nearest(self, tool: str, args: Any, limit: int = 3) -> list[tuple[Step, list[Difference]]]:
         """The recorded calls of a tool closest to ``args`` (fewest differing fields first)."""
         ranked = []
         for step in self._by_tool.get(tool, []):

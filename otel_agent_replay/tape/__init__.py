@@ -1,4 +1,7 @@
-"""tape."""
+"""The tape: its values (``Tape`` → ``Run`` → ``Step``) and loading from every format it comes in.
+
+Our OTLP JSON Lines, the Collector's file export, one OTLP JSON document, and Jaeger JSON.
+"""
 
 from __future__ import annotations
 
