@@ -71,6 +71,7 @@ case "$cmd" in
         ensure_venv
         ensure_test_tools
         "$venv/bin/ruff" check .
+        "$venv/bin/ruff" format --check .
         "$venv/bin/mypy"
         set +e
         "$venv/bin/python" -m pytest "$@"

@@ -1,0 +1,163 @@
+"""The package's shape, checked over its source: the subpackage dependency direction, a top level
+that defines nothing, private modules, and printing only in the CLI."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import shutil
+from pathlib import Path
+
+import pytest
+
+import otel_agent_replay
+
+PACKAGE = Path(otel_agent_replay.__file__).parent
+
+LAYERS: tuple[str, ...] = (
+    "core",
+    "capture",
+    "tape",
+    "comparison",
+    "backends",
+    "instrumentation",
+    "recorder",
+    "replayer",
+    "pytest_plugin",
+    "cli",
+)
+"""Low to high: a subpackage may import only from itself and from those before it (docs/design.md)."""
+
+
+def _modules(root: Path = PACKAGE) -> list[Path]:
+    return sorted(p for p in root.rglob("*.py") if p.parent != root)
+
+
+def _subpackage(path: Path, root: Path = PACKAGE) -> str:
+    return path.relative_to(root).parts[0]
+
+
+def _imports(path: Path, root: Path = PACKAGE) -> list[tuple[int, str]]:
+    """Every module this file imports from the package, absolute (relative imports resolved), with its line."""
+    here = ["otel_agent_replay", *path.relative_to(root).with_suffix("").parts]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - node.level]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            found.append((node.lineno, module))
+    return [(line, m) for line, m in found if m == "otel_agent_replay" or m.startswith("otel_agent_replay.")]
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    subpackages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert subpackages == set(LAYERS)
+
+
+def _upward_imports(root: Path) -> list[str]:
+    wrong: list[str] = []
+    for path in _modules(root):
+        mine = LAYERS.index(_subpackage(path, root))
+        for line, module in _imports(path, root):
+            where = f"{path.relative_to(root.parent)}:{line}"
+            if module == "otel_agent_replay":
+                wrong.append(f"{where} imports the top-level package")
+                continue
+            other = module.split(".")[1]
+            if other in LAYERS and LAYERS.index(other) > mine:
+                wrong.append(f"{where} imports {module}, above {_subpackage(path, root)}")
+    return wrong
+
+
+def test_subpackages_import_only_downwards_and_never_the_top_level() -> None:
+    assert _upward_imports(PACKAGE) == []
+
+
+def test_other_subpackages_are_reached_through_their_init() -> None:
+    """``from otel_agent_replay.tape import Run``, never ``otel_agent_replay.tape._values``, across subpackages."""
+    wrong = []
+    for path in _modules():
+        for line, module in _imports(path):
+            parts = module.split(".")
+            if len(parts) > 2 and parts[1] != _subpackage(path) and parts[2].startswith("_"):
+                wrong.append(f"{path.relative_to(PACKAGE.parent)}:{line} imports {module}")
+    assert wrong == []
+
+
+def test_the_top_level_defines_nothing() -> None:
+    tree = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
+    defined = [
+        type(node).__name__
+        for node in tree.body
+        if not isinstance(node, (ast.ImportFrom, ast.Import, ast.Expr))
+        and not (
+            isinstance(node, ast.Assign) and [t.id for t in node.targets if isinstance(t, ast.Name)] == ["__all__"]
+        )
+    ]
+    assert defined == []
+    imported = {
+        alias.asname or alias.name for node in tree.body if isinstance(node, ast.ImportFrom) for alias in node.names
+    }
+    assert set(otel_agent_replay.__all__) == imported - {"annotations"}
+
+
+def test_modules_inside_subpackages_are_private() -> None:
+    public = [
+        str(p.relative_to(PACKAGE))
+        for p in _modules()
+        if p.name != "__init__.py" and not p.name.startswith("_") and p.name != "attributes.py"
+    ]
+    assert public == []
+
+
+@pytest.mark.parametrize("name", LAYERS)
+def test_each_init_is_a_list_of_what_it_offers(name: str) -> None:
+    module = importlib.import_module(f"otel_agent_replay.{name}")
+    assert module.__doc__, f"otel_agent_replay.{name} has no docstring"
+    offered = getattr(module, "__all__", None)
+    assert offered, f"otel_agent_replay.{name} has no __all__"
+    assert all(hasattr(module, n) for n in offered)
+    tree = ast.parse(Path(module.__file__ or "").read_text(encoding="utf-8"))
+    assert all(isinstance(node, (ast.ImportFrom, ast.Import, ast.Expr, ast.Assign)) for node in tree.body)
+
+
+def test_only_the_cli_prints() -> None:
+    printing = []
+    for path in _modules():
+        if _subpackage(path) == "cli":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                fn = node.func
+                if isinstance(fn, ast.Name) and fn.id == "print":
+                    printing.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} print()")
+                if (
+                    isinstance(fn, ast.Attribute)
+                    and fn.attr == "write"
+                    and isinstance(fn.value, ast.Attribute)
+                    and isinstance(fn.value.value, ast.Name)
+                    and fn.value.value.id == "sys"
+                ):
+                    printing.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} sys.{fn.value.attr}.write")
+    assert printing == []
+
+
+def test_a_subpackage_is_never_named_like_a_public_function() -> None:
+    assert not set(LAYERS) & {"record", "replay", "compare", "tool", "model_call", "agent_run", "load_tape"}
+
+
+def test_the_import_check_sees_a_violation(tmp_path: Path) -> None:
+    """The check itself: in a copy of the package, an upward import and a top-level import are found."""
+    copy = tmp_path / "otel_agent_replay"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "tape" / "_probe.py").write_text("from otel_agent_replay.replayer import replay\nfrom .. import tool\n")
+    found = _upward_imports(copy)
+    assert found == [
+        "otel_agent_replay/tape/_probe.py:1 imports otel_agent_replay.replayer, above tape",
+        "otel_agent_replay/tape/_probe.py:2 imports the top-level package",
+    ]
