@@ -190,9 +190,7 @@ class TapeSpanProcessor(SpanProcessor):
     Errors never reach the application.
     """
 
-    def __init__(
-        self, exporter: SpanExporter, *, accept: Callable[[ReadableSpan], bool] | None = None
-    ) -> None:
+    def __init__(self, exporter: SpanExporter, *, accept: Callable[[ReadableSpan], bool] | None = None) -> None:
         self.exporter = exporter
         self._accept = accept
         self._done = False
