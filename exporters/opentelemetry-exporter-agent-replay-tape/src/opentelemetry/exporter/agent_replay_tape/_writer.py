@@ -1,10 +1,12 @@
 """Appending whole lines to a shared file, safely across threads and processes.
 
 Each batch is written with ``O_APPEND`` while holding an exclusive ``flock`` on the
-file itself, so lines from several processes never interleave. A torn last line
-(left by a process killed mid-write) is cut off before the next append, so new lines
-never glue onto it. Waiting for the lock is bounded: a writer that cannot get it in
-time reports failure instead of blocking the application.
+file itself, so lines from several processes never interleave. Before an append the
+file is made to end in a newline: a torn last line (left by a process killed
+mid-write) is cut off, so new lines never glue onto it, while a complete last line
+that only lacks its newline (decided by parsing it as strict JSON) gets one. Waiting
+for the lock is bounded: a writer that cannot get it in time reports failure instead
+of blocking the application.
 """
 
 from __future__ import annotations
@@ -14,6 +16,22 @@ import os
 import threading
 import time
 from pathlib import Path
+
+import orjson
+
+
+def _is_whole_line(tail: bytes) -> bool:
+    """Whether a last line without its newline is complete: one strict JSON object (a torn line never is)."""
+    try:
+        return isinstance(orjson.loads(tail), dict)
+    except orjson.JSONDecodeError:
+        return False
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 class LockTimeout(OSError):
@@ -28,6 +46,7 @@ class AppendWriter:
         self.fsync = fsync
         self.lock_timeout = lock_timeout
         self.torn_bytes_removed = 0
+        self.newlines_added = 0
         self._fd: int | None = None
         self._our_end = -1  # the file size right after our last write
         self._lock = threading.Lock()
@@ -51,8 +70,11 @@ class AppendWriter:
                 time.sleep(delay)
                 delay = min(delay * 2, 0.05)
 
-    def _cut_torn_tail(self, fd: int) -> int:
-        """Cut a partial last line, if any; returns the file's size after it."""
+    def _settle_tail(self, fd: int) -> int:
+        """End the file with a newline: end a complete last line, or cut a partial one.
+
+        Returns the file's size afterwards.
+        """
         size = os.fstat(fd).st_size
         if size == self._our_end:
             return size  # nobody wrote since our last whole line: the tail is ours and complete
@@ -69,6 +91,10 @@ class AppendWriter:
                 keep = start + idx + 1
                 break
             pos = start
+        if _is_whole_line(os.pread(fd, size - keep, keep)):
+            _write_all(fd, b"\n")  # a complete line that only lacks its newline is kept
+            self.newlines_added += 1
+            return size + 1
         os.ftruncate(fd, keep)
         self.torn_bytes_removed += size - keep
         return keep
@@ -79,7 +105,7 @@ class AppendWriter:
             fd = self._open()
             self._acquire(fd)
             try:
-                end = self._cut_torn_tail(fd) + len(data)
+                end = self._settle_tail(fd) + len(data)
                 view = memoryview(data)
                 while view:
                     written = os.write(fd, view)
