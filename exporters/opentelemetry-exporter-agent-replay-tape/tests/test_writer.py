@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -83,3 +88,164 @@ def test_an_incomplete_or_invalid_last_line_is_cut(tmp_path: Path, make_tail: Ca
     exporter.shutdown()
     assert _tape_names(path) == ["whole", "second"]
     assert exporter.stats.torn_bytes_removed == len(tail)
+
+
+# --- disk full, then space freed ----------------------------------------------------------------
+#
+# A child process lowers its own RLIMIT_FSIZE with SIGXFSZ ignored: a write that crosses the limit
+# is cut short by the kernel and the next one fails with EFBIG, exactly like a disk that fills up
+# mid-write. Raising the limit again is the space being freed. The test process has no limit, so it
+# can play another writer appending to the same tape in between.
+
+_CHILD = textwrap.dedent(
+    """
+    import dataclasses, json, logging, resource, signal, sys
+    from opentelemetry.exporter.agent_replay_tape import LineEncoder, TapeSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # fail with EFBIG instead of being killed
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(levelname)s %(message)s")
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("child")
+    exporter = TapeSpanExporter(sys.argv[1])
+    encoder = LineEncoder()
+    spans = {}
+    _soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    for command in sys.stdin:
+        verb, *args = command.split()
+        if verb == "make":  # spans of ~5 KB, answered with the length of each one's line
+            for name in args:
+                with tracer.start_as_current_span(name, attributes={"payload": "x" * 5000}):
+                    pass
+            spans.update((span.name, span) for span in memory.get_finished_spans())
+            memory.clear()
+            reply = [len(encoder.encode(spans[name])) for name in args]
+        elif verb == "export":
+            reply = exporter.export([spans[name] for name in args]).name
+        elif verb == "limit":
+            resource.setrlimit(resource.RLIMIT_FSIZE, (hard if args[0] == "none" else int(args[0]), hard))
+            reply = "ok"
+        elif verb == "flush":
+            reply = exporter.force_flush()
+        elif verb == "shutdown":
+            exporter.shutdown()
+            reply = "ok"
+        elif verb == "stats":
+            reply = dataclasses.asdict(exporter.stats)
+        print(json.dumps(reply), flush=True)
+    """
+)
+
+
+class _Child:
+    """A recording process whose file size limit the test moves; commands go one per line."""
+
+    def __init__(self, path: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def __call__(self, *command: str) -> Any:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(" ".join(command) + "\n")
+        self.proc.stdin.flush()
+        reply = self.proc.stdout.readline()
+        assert reply, f"the child died: {self.finish()}"
+        return json.loads(reply)
+
+    def make(self, *names: str) -> list[int]:
+        sizes: list[int] = self("make", *names)
+        return sizes
+
+    def finish(self) -> str:
+        """Close the child's input, wait for it, and return what it logged."""
+        _out, err = self.proc.communicate(timeout=60)
+        assert self.proc.returncode == 0, err
+        return err
+
+
+# Where the first failing write stops inside the line it tears: bytes of that line on the file.
+_CUTS: dict[str, Callable[[int], int]] = {
+    "mid-line": lambda size: size // 2,
+    "all-but-the-newline": lambda size: size - 1,
+    "no-byte": lambda size: 0,
+}
+
+
+@pytest.mark.parametrize("cut", list(_CUTS))
+def test_disk_full_then_freed_writes_every_span_exactly_once(tmp_path: Path, cut: str) -> None:
+    path = tmp_path / "full.jsonl"
+    child = _Child(path)
+    child.make("s0", "s1")
+    assert child("export", "s0", "s1") == "SUCCESS"
+    sizes = child.make("s2", "s3", "s4", "s5", "s6")
+    start = path.stat().st_size
+    # Space for s2 and s3, and part of s4: the batch is written in part.
+    child("limit", str(start + sizes[0] + sizes[1] + _CUTS[cut](sizes[2])))
+    assert child("export", "s2", "s3", "s4", "s5", "s6") == "FAILURE"
+    stats = child("stats")
+    assert (stats["spans_written"], stats["spans_pending"], stats["spans_dropped"]) == (4, 3, 0)
+    # Some space freed: s4 and part of s5 fit; s7 waits behind them.
+    child("limit", str(start + sum(sizes[:3]) + sizes[3] // 3))
+    child.make("s7")
+    assert child("export", "s7") == "FAILURE"
+    child("limit", "none")  # all of it freed
+    child.make("s8")
+    assert child("export", "s8") == "SUCCESS"
+    child("shutdown")
+    stats = child("stats")
+    log = child.finish()
+    assert _tape_names(path) == [f"s{i}" for i in range(9)]
+    assert stats["spans_written"] == 9 and stats["spans_pending"] == 0 and stats["spans_dropped"] == 0
+    assert stats["write_failures"] == 2
+    assert "could not write" in log and "File too large" in log
+
+
+@pytest.mark.parametrize("cut", ["mid-line", "all-but-the-newline"])
+def test_another_writer_between_a_torn_write_and_its_retry_neither_glues_nor_duplicates(
+    tmp_path: Path, cut: str
+) -> None:
+    path = tmp_path / "shared.jsonl"
+    child = _Child(path)
+    sizes = child.make("c0", "c1", "c2")
+    child("limit", str(sizes[0] + _CUTS[cut](sizes[1])))
+    assert child("export", "c0", "c1", "c2") == "FAILURE"  # c0 whole, c1 torn
+    other = TapeSpanExporter(path)  # this process has no file size limit
+    other.export(_spans("other"))
+    child("limit", "none")
+    child.make("c3")
+    assert child("export", "c3") == "SUCCESS"
+    child("shutdown")
+    stats = child("stats")
+    child.finish()
+    other.shutdown()
+    names = _tape_names(path)
+    assert sorted(names) == ["c0", "c1", "c2", "c3", "other"]
+    assert [n for n in names if n != "other"] == ["c0", "c1", "c2", "c3"]
+    assert stats["spans_written"] == 4 and stats["spans_dropped"] == 0
+    # The other writer found c1 torn and cut it, or found it whole but for the newline and ended it.
+    cut_by_other = other.stats.torn_bytes_removed
+    assert cut_by_other == (_CUTS[cut](sizes[1]) if cut == "mid-line" else 0)
+
+
+def test_disk_full_until_shutdown_counts_warns_and_leaves_no_torn_line(tmp_path: Path) -> None:
+    path = tmp_path / "never-freed.jsonl"
+    child = _Child(path)
+    sizes = child.make("d0", "d1", "d2", "d3")
+    child("limit", str(sizes[0] + sizes[1] // 2))
+    assert child("export", "d0", "d1", "d2") == "FAILURE"
+    assert child("export", "d3") == "FAILURE"
+    child("shutdown")
+    stats = child("stats")
+    log = child.finish()
+    assert _tape_names(path) == ["d0"]  # d1's torn part was cut: the tape ends in a whole line
+    assert stats["spans_written"] == 1 and stats["spans_dropped"] == 3 and stats["spans_pending"] == 0
+    assert "3 span(s) could not be written" in log

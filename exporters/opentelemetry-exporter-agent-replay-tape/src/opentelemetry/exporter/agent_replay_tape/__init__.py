@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ._encode import LineEncoder, encode_attributes, encode_span, encode_value
-from ._writer import AppendWriter, LockTimeout
+from ._writer import AppendError, AppendWriter
 
 __all__ = [
     "FSYNC_ENV",
@@ -88,6 +88,7 @@ class TapeSpanExporter(SpanExporter):
         self._written = 0
         self._dropped = 0
         self._failures = 0
+        self._failing = False
 
     @property
     def stats(self) -> ExporterStats:
@@ -123,33 +124,62 @@ class TapeSpanExporter(SpanExporter):
         if not lines:
             return SpanExportResult.SUCCESS
         try:
-            self._writer.write(b"".join(lines))
-        except (OSError, LockTimeout) as err:
-            self._failures += 1
-            failing_already = bool(self._pending)
-            self._keep_pending(lines)
-            if failing_already:  # warned when the failures began; the counters tell the rest
-                return SpanExportResult.FAILURE
-            _logger.warning(
-                "agent-replay tape: could not write %d span(s) to %s (%s); kept in memory and retried "
-                "on the next export",
-                len(lines),
-                self.path,
-                err,
-            )
-            return SpanExportResult.FAILURE
+            self._writer.append(lines)
+        except AppendError as err:
+            return self._failed(lines, err)
         self._written += len(lines)
+        if self._failing:
+            self._failing = False
+            _logger.warning(
+                "agent-replay tape: %s is writable again; the %d span(s) kept in memory are written "
+                "(%d dropped so far)",
+                self.path,
+                len(self._pending),
+                self._dropped,
+            )
         self._pending = []
         self._pending_bytes = 0
         return SpanExportResult.SUCCESS
 
-    def _keep_pending(self, lines: list[bytes]) -> None:
+    def _failed(self, lines: list[bytes], err: AppendError) -> SpanExportResult:
+        """Keep the lines that are not whole on the file (from the torn one on) for the next try."""
+        self._failures += 1
+        self._written += err.lines_done
+        dropped = self._keep_pending(lines[err.lines_done :])
+        if not self._failing:
+            self._failing = True
+            _logger.warning(
+                "agent-replay tape: could not write %d of %d span(s) to %s (%s); kept in memory and "
+                "retried on the next export, without writing any span twice",
+                len(lines) - err.lines_done,
+                len(lines),
+                self.path,
+                err,
+            )
+        if dropped:
+            _logger.warning(
+                "agent-replay tape: %d span(s) dropped: more than %d bytes wait for %s (%d dropped so far)",
+                dropped,
+                self._max_pending_bytes,
+                self.path,
+                self._dropped,
+            )
+        return SpanExportResult.FAILURE
+
+    def _keep_pending(self, lines: list[bytes]) -> int:
+        """Keep ``lines`` pending, dropping the oldest beyond the byte budget; returns how many were dropped."""
         total = sum(map(len, lines))
-        while lines and total > self._max_pending_bytes:
-            total -= len(lines.pop(0))
-            self._dropped += 1
-        self._pending = lines
+        # A line the writer tore stays first: the retry finishes it rather than leaving it half written.
+        first = 1 if self._writer.has_torn_line else 0
+        cut = first
+        while cut < len(lines) and total > self._max_pending_bytes:
+            total -= len(lines[cut])
+            cut += 1
+        dropped = cut - first
+        self._dropped += dropped
+        self._pending = lines[:first] + lines[cut:] if dropped else lines
         self._pending_bytes = total
+        return dropped
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Retry pending lines and fsync; True when nothing is left pending."""
@@ -175,12 +205,15 @@ class TapeSpanExporter(SpanExporter):
             if self._pending:
                 self._dropped += len(self._pending)
                 _logger.error(
-                    "agent-replay tape: %d span(s) could not be written to %s before shutdown",
+                    "agent-replay tape: %d span(s) could not be written to %s before shutdown and are dropped",
                     len(self._pending),
                     self.path,
                 )
                 self._pending = []
-            self._writer.close()
+            try:
+                self._writer.close()
+            except Exception:
+                _logger.exception("agent-replay tape: closing %s failed", self.path)
 
 
 class TapeSpanProcessor(SpanProcessor):
