@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
+import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -12,7 +15,7 @@ from typing import Any
 
 import orjson
 import pytest
-from opentelemetry.exporter.agent_replay_tape import LineEncoder, TapeSpanExporter
+from opentelemetry.exporter.agent_replay_tape import LineEncoder, TapeSpanExporter, TapeSpanProcessor
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -100,7 +103,7 @@ def test_an_incomplete_or_invalid_last_line_is_cut(tmp_path: Path, make_tail: Ca
 _CHILD = textwrap.dedent(
     """
     import dataclasses, json, logging, resource, signal, sys
-    from opentelemetry.exporter.agent_replay_tape import LineEncoder, TapeSpanExporter
+    from opentelemetry.exporter.agent_replay_tape import LineEncoder, TapeSpanExporter, TapeSpanProcessor
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -249,3 +252,77 @@ def test_disk_full_until_shutdown_counts_warns_and_leaves_no_torn_line(tmp_path:
     assert _tape_names(path) == ["d0"]  # d1's torn part was cut: the tape ends in a whole line
     assert stats["spans_written"] == 1 and stats["spans_dropped"] == 3 and stats["spans_pending"] == 0
     assert "3 span(s) could not be written" in log
+
+
+# --- the tape deleted or replaced during a recording ---------------------------------------------
+
+
+def _record(exporter: TapeSpanExporter, *names: str) -> None:
+    provider = TracerProvider()
+    provider.add_span_processor(TapeSpanProcessor(exporter))
+    tracer = provider.get_tracer("t")
+    for name in names:
+        with tracer.start_as_current_span(name):
+            pass
+
+
+def test_a_tape_deleted_during_recording_is_created_again_and_warned(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "tapes" / "t.jsonl"
+    exporter = TapeSpanExporter(path)
+    _record(exporter, "a0", "a1", "a2")
+    shutil.rmtree(path.parent)  # the whole folder, as `rm -rf tapes` does
+    with caplog.at_level(logging.WARNING):
+        _record(exporter, *(f"b{i}" for i in range(9)))
+    exporter.shutdown()
+    assert _tape_names(path) == [f"b{i}" for i in range(9)]
+    assert exporter.stats.spans_written == 12 and exporter.stats.spans_dropped == 0
+    assert exporter.stats.reopened == 1 and exporter.stats.spans_left_behind == 3
+    (warning,) = [r.getMessage() for r in caplog.records if "deleted" in r.getMessage()]
+    assert str(path) in warning and "3 span(s)" in warning
+
+
+def test_a_tape_replaced_during_recording_is_reopened_and_appended_to(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "t.jsonl"
+    exporter = TapeSpanExporter(path)
+    _record(exporter, "a0", "a1")
+    rewritten = tmp_path / "t.jsonl.tmp"
+    rewritten.write_bytes(LineEncoder().encode(_spans("kept-by-the-rewrite")[0]))
+    os.replace(rewritten, path)  # another program rewrites the tape atomically
+    with caplog.at_level(logging.WARNING):
+        _record(exporter, *(f"b{i}" for i in range(9)))
+    exporter.shutdown()
+    assert _tape_names(path) == ["kept-by-the-rewrite", *(f"b{i}" for i in range(9))]
+    assert exporter.stats.reopened == 1 and exporter.stats.spans_left_behind == 2
+    (warning,) = [r.getMessage() for r in caplog.records if "replaced" in r.getMessage()]
+    assert str(path) in warning and "2 span(s)" in warning
+
+
+def test_a_tape_moved_away_is_not_written_to_under_its_new_name(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    exporter = TapeSpanExporter(path)
+    _record(exporter, "a0")
+    moved = tmp_path / "moved.jsonl"
+    path.rename(moved)
+    _record(exporter, "b0")
+    exporter.shutdown()
+    assert _tape_names(moved) == ["a0"]
+    assert _tape_names(path) == ["b0"]
+
+
+def test_a_tape_replaced_by_a_folder_fails_softly_and_recovers(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    exporter = TapeSpanExporter(path)
+    _record(exporter, "a0")
+    path.unlink()
+    path.mkdir()  # nothing can be written there: the spans wait, the application goes on
+    _record(exporter, "b0", "b1")
+    assert exporter.stats.spans_pending == 2 and exporter.stats.write_failures == 2
+    path.rmdir()
+    _record(exporter, "b2")
+    exporter.shutdown()
+    assert _tape_names(path) == ["b0", "b1", "b2"]
+    assert exporter.stats.spans_dropped == 0 and exporter.stats.spans_left_behind == 1

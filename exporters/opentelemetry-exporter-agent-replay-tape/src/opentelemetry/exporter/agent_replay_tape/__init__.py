@@ -54,6 +54,10 @@ class ExporterStats:
     """Given up on: encoding failed, the pending buffer overflowed, or shutdown could not write them."""
     write_failures: int
     torn_bytes_removed: int
+    reopened: int = 0
+    """How often the tape's path was found deleted, moved away or replaced, and opened again."""
+    spans_left_behind: int = 0
+    """Spans written to a file that was then deleted, moved away or replaced (they are not at the path)."""
 
 
 class TapeSpanExporter(SpanExporter):
@@ -99,6 +103,8 @@ class TapeSpanExporter(SpanExporter):
             spans_dropped=self._dropped,
             write_failures=self._failures,
             torn_bytes_removed=self._writer.torn_bytes_removed,
+            reopened=self._writer.reopened,
+            spans_left_behind=self._writer.lines_left_behind,
         )
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
@@ -123,10 +129,14 @@ class TapeSpanExporter(SpanExporter):
             lines = self._pending + lines
         if not lines:
             return SpanExportResult.SUCCESS
+        reopened, left_behind = self._writer.reopened, self._writer.lines_left_behind
         try:
             self._writer.append(lines)
         except AppendError as err:
             return self._failed(lines, err)
+        finally:
+            if self._writer.reopened != reopened:
+                self._warn_reopened(self._writer.lines_left_behind - left_behind)
         self._written += len(lines)
         if self._failing:
             self._failing = False
@@ -140,6 +150,15 @@ class TapeSpanExporter(SpanExporter):
         self._pending = []
         self._pending_bytes = 0
         return SpanExportResult.SUCCESS
+
+    def _warn_reopened(self, left_behind: int) -> None:
+        lost = f"; {left_behind} span(s) written before went to the old file" if left_behind else ""
+        if self._writer.reopen_reason == "deleted":
+            what = "was deleted or moved away; it is created again and"
+        else:
+            what = "was replaced by another file, which"
+            lost += " (they are in the new one only if whoever replaced it copied them)" if left_behind else ""
+        _logger.warning("agent-replay tape: %s %s receives the spans from now on%s", self.path, what, lost)
 
     def _failed(self, lines: list[bytes], err: AppendError) -> SpanExportResult:
         """Keep the lines that are not whole on the file (from the torn one on) for the next try."""

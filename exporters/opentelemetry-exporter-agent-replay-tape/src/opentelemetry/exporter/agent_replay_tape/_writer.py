@@ -17,6 +17,12 @@ it stopped, if the file still ends with exactly that part of it, or else (anothe
 cut it or ended it in the meantime) checks the tail as above and writes the line whole.
 So a retry never writes a line twice, and ``close`` cuts a torn line of ours that was
 never finished.
+
+Each append first checks that the path still names the open file (``fstat`` of the file
+against ``stat`` of the path: device and inode). When the file was deleted, moved away
+or replaced (``os.replace``), the writer opens the path again, creating it if needed,
+and counts how many lines it had written to the old file, so that nothing more goes to
+a file nobody will read.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import orjson
 
@@ -79,10 +86,18 @@ class AppendWriter:
 
     def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False, lock_timeout: float = 10.0) -> None:
         self.path = Path(path)
+        self._path = os.fspath(path)
         self.fsync = fsync
         self.lock_timeout = lock_timeout
         self.torn_bytes_removed = 0
         self.newlines_added = 0
+        self.reopened = 0
+        """How often the path was found to name another file (or none) and was opened again."""
+        self.reopen_reason: Literal["deleted", "replaced"] | None = None
+        """Why, the last time: deleted (or moved away), or replaced by another file."""
+        self.lines_left_behind = 0
+        """Lines this writer had written to files that were then deleted, moved or replaced."""
+        self._lines_here = 0  # lines this writer has written to the file now open
         self._fd: int | None = None
         self._our_end = -1  # the file size right after our last write, when that ended a line
         self._torn: _Torn | None = None
@@ -111,6 +126,40 @@ class AppendWriter:
                     raise LockTimeout(f"could not lock {self.path} within {self.lock_timeout}s") from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.05)
+
+    def _locked_fd(self) -> tuple[int, int]:
+        """Open and lock the file the path names now; returns the descriptor and the file's size."""
+        fd = self._open()
+        self._acquire(fd)
+        for _ in range(3):  # the path could be replaced again while we reopen it; then go on anyway
+            try:
+                st = os.fstat(fd)
+                try:
+                    there = os.stat(self._path)
+                except (FileNotFoundError, NotADirectoryError):
+                    reason: Literal["deleted", "replaced"] = "deleted"
+                else:
+                    if there.st_ino == st.st_ino and there.st_dev == st.st_dev:
+                        return fd, st.st_size
+                    reason = "replaced"
+            except BaseException:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                raise
+            self._reopen(fd, reason)
+            fd = self._open()
+            self._acquire(fd)
+        return fd, os.fstat(fd).st_size
+
+    def _reopen(self, fd: int, reason: Literal["deleted", "replaced"]) -> None:
+        """Let go of the old file (and its lock): what we knew about its end does not hold for the new one."""
+        self._fd = None
+        os.close(fd)
+        self.reopened += 1
+        self.reopen_reason = reason
+        self.lines_left_behind += self._lines_here
+        self._lines_here = 0
+        self._our_end = -1
+        self._torn = None
 
     def _settle_tail(self, fd: int, size: int) -> int:
         """End the file with a newline: end a complete last line, or cut a partial one.
@@ -165,12 +214,10 @@ class AppendWriter:
         done = 0
         with self._lock:
             try:
-                fd = self._open()
-                self._acquire(fd)
+                fd, size = self._locked_fd()
             except OSError as err:
                 raise AppendError(err, 0) from err
             try:
-                size = os.fstat(fd).st_size
                 skip = self._resume(fd, size, lines[0]) if self._torn is not None else 0
                 if skip == len(lines[0]):
                     done, skip = 1, 0
@@ -184,10 +231,12 @@ class AppendWriter:
                 if self.fsync:
                     os.fsync(fd)
             except AppendError as err:
-                raise AppendError(err.cause, done + err.lines_done) from err.cause
+                done += err.lines_done
+                raise AppendError(err.cause, done) from err.cause
             except OSError as err:
                 raise AppendError(err, done) from err
             finally:
+                self._lines_here += done
                 fcntl.flock(fd, fcntl.LOCK_UN)
 
     def _write(self, fd: int, data: bytes, skip: int, base: int, lines: Sequence[bytes]) -> None:
