@@ -63,10 +63,13 @@ class ExporterStats:
 class TapeSpanExporter(SpanExporter):
     """Appends spans to a tape file, one OTLP JSON line per span.
 
-    ``export`` never raises and never blocks for longer than ``lock_timeout``: lines that
-    could not be written stay pending (up to ``max_pending_bytes``) and are retried on the
-    next export, flush or shutdown; everything given up on is counted in ``stats`` and
-    logged. After ``shutdown`` every export fails. ``shutdown`` is idempotent.
+    ``export`` never raises and never blocks for longer than ``lock_timeout``. When a write
+    fails part way (a full disk), the spans already whole on the file count as written and
+    the rest stay pending (up to ``max_pending_bytes``), retried on the next export, flush
+    or shutdown without writing any span twice. When the path no longer names the open
+    file (deleted, moved away, replaced), the next export opens the path again and warns.
+    Everything given up on is counted in ``stats`` and logged. After ``shutdown`` every
+    export fails. ``shutdown`` is idempotent.
     """
 
     def __init__(
@@ -164,6 +167,13 @@ class TapeSpanExporter(SpanExporter):
         """Keep the lines that are not whole on the file (from the torn one on) for the next try."""
         self._failures += 1
         self._written += err.lines_done
+        if err.lines_done == len(lines):  # only the fsync failed
+            self._pending = []
+            self._pending_bytes = 0
+            _logger.warning(
+                "agent-replay tape: wrote %d span(s) to %s but fsync failed (%s)", len(lines), self.path, err
+            )
+            return SpanExportResult.FAILURE
         dropped = self._keep_pending(lines[err.lines_done :])
         if not self._failing:
             self._failing = True
