@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +175,22 @@ class _Child:
         return err
 
 
+@pytest.fixture
+def spawn() -> Iterator[Callable[[Path], _Child]]:
+    """Starts children; kills those a failing test left running."""
+    children: list[_Child] = []
+
+    def start(path: Path) -> _Child:
+        children.append(_Child(path))
+        return children[-1]
+
+    yield start
+    for child in children:
+        if child.proc.poll() is None:
+            child.proc.kill()
+            child.proc.communicate(timeout=30)
+
+
 # Where the first failing write stops inside the line it tears: bytes of that line on the file.
 _CUTS: dict[str, Callable[[int], int]] = {
     "mid-line": lambda size: size // 2,
@@ -184,9 +200,11 @@ _CUTS: dict[str, Callable[[int], int]] = {
 
 
 @pytest.mark.parametrize("cut", list(_CUTS))
-def test_disk_full_then_freed_writes_every_span_exactly_once(tmp_path: Path, cut: str) -> None:
+def test_disk_full_then_freed_writes_every_span_exactly_once(
+    tmp_path: Path, spawn: Callable[[Path], _Child], cut: str
+) -> None:
     path = tmp_path / "full.jsonl"
-    child = _Child(path)
+    child = spawn(path)
     child.make("s0", "s1")
     assert child("export", "s0", "s1") == "SUCCESS"
     sizes = child.make("s2", "s3", "s4", "s5", "s6")
@@ -214,10 +232,10 @@ def test_disk_full_then_freed_writes_every_span_exactly_once(tmp_path: Path, cut
 
 @pytest.mark.parametrize("cut", ["mid-line", "all-but-the-newline"])
 def test_another_writer_between_a_torn_write_and_its_retry_neither_glues_nor_duplicates(
-    tmp_path: Path, cut: str
+    tmp_path: Path, spawn: Callable[[Path], _Child], cut: str
 ) -> None:
     path = tmp_path / "shared.jsonl"
-    child = _Child(path)
+    child = spawn(path)
     sizes = child.make("c0", "c1", "c2")
     child("limit", str(sizes[0] + _CUTS[cut](sizes[1])))
     assert child("export", "c0", "c1", "c2") == "FAILURE"  # c0 whole, c1 torn
@@ -239,9 +257,11 @@ def test_another_writer_between_a_torn_write_and_its_retry_neither_glues_nor_dup
     assert cut_by_other == (_CUTS[cut](sizes[1]) if cut == "mid-line" else 0)
 
 
-def test_disk_full_until_shutdown_counts_warns_and_leaves_no_torn_line(tmp_path: Path) -> None:
+def test_disk_full_until_shutdown_counts_warns_and_leaves_no_torn_line(
+    tmp_path: Path, spawn: Callable[[Path], _Child]
+) -> None:
     path = tmp_path / "never-freed.jsonl"
-    child = _Child(path)
+    child = spawn(path)
     sizes = child.make("d0", "d1", "d2", "d3")
     child("limit", str(sizes[0] + sizes[1] // 2))
     assert child("export", "d0", "d1", "d2") == "FAILURE"
