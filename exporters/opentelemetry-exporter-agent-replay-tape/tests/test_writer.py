@@ -114,7 +114,7 @@ _CHILD = textwrap.dedent(
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(memory))
     tracer = provider.get_tracer("child")
-    exporter = TapeSpanExporter(sys.argv[1])
+    exporter = TapeSpanExporter(sys.argv[1], max_pending_bytes=int(sys.argv[2]))
     encoder = LineEncoder()
     spans = {}
     _soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
@@ -147,9 +147,9 @@ _CHILD = textwrap.dedent(
 class _Child:
     """A recording process whose file size limit the test moves; commands go one per line."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, max_pending_bytes: int) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, str(path)],
+            [sys.executable, "-c", _CHILD, str(path), str(max_pending_bytes)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -176,12 +176,12 @@ class _Child:
 
 
 @pytest.fixture
-def spawn() -> Iterator[Callable[[Path], _Child]]:
+def spawn() -> Iterator[Callable[..., _Child]]:
     """Starts children; kills those a failing test left running."""
     children: list[_Child] = []
 
-    def start(path: Path) -> _Child:
-        children.append(_Child(path))
+    def start(path: Path, max_pending_bytes: int = 64 * 1024 * 1024) -> _Child:
+        children.append(_Child(path, max_pending_bytes))
         return children[-1]
 
     yield start
@@ -201,7 +201,7 @@ _CUTS: dict[str, Callable[[int], int]] = {
 
 @pytest.mark.parametrize("cut", list(_CUTS))
 def test_disk_full_then_freed_writes_every_span_exactly_once(
-    tmp_path: Path, spawn: Callable[[Path], _Child], cut: str
+    tmp_path: Path, spawn: Callable[..., _Child], cut: str
 ) -> None:
     path = tmp_path / "full.jsonl"
     child = spawn(path)
@@ -232,7 +232,7 @@ def test_disk_full_then_freed_writes_every_span_exactly_once(
 
 @pytest.mark.parametrize("cut", ["mid-line", "all-but-the-newline"])
 def test_another_writer_between_a_torn_write_and_its_retry_neither_glues_nor_duplicates(
-    tmp_path: Path, spawn: Callable[[Path], _Child], cut: str
+    tmp_path: Path, spawn: Callable[..., _Child], cut: str
 ) -> None:
     path = tmp_path / "shared.jsonl"
     child = spawn(path)
@@ -258,7 +258,7 @@ def test_another_writer_between_a_torn_write_and_its_retry_neither_glues_nor_dup
 
 
 def test_disk_full_until_shutdown_counts_warns_and_leaves_no_torn_line(
-    tmp_path: Path, spawn: Callable[[Path], _Child]
+    tmp_path: Path, spawn: Callable[..., _Child]
 ) -> None:
     path = tmp_path / "never-freed.jsonl"
     child = spawn(path)
@@ -346,3 +346,27 @@ def test_a_tape_replaced_by_a_folder_fails_softly_and_recovers(tmp_path: Path) -
     exporter.shutdown()
     assert _tape_names(path) == ["b0", "b1", "b2"]
     assert exporter.stats.spans_dropped == 0 and exporter.stats.spans_left_behind == 1
+
+
+def test_a_full_pending_buffer_drops_the_oldest_spans_but_finishes_the_torn_one(
+    tmp_path: Path, spawn: Callable[..., _Child]
+) -> None:
+    path = tmp_path / "overflow.jsonl"
+    child = spawn(path, max_pending_bytes=12_000)  # about two lines
+    sizes = child.make("o0", "o1", "o2")
+    child("limit", str(sizes[0] + sizes[1] - 1))  # o1 torn just before its newline
+    assert child("export", "o0", "o1", "o2") == "FAILURE"
+    child.make("o3", "o4", "o5")
+    for name in ("o3", "o4", "o5"):
+        assert child("export", name) == "FAILURE"  # the buffer overflows: the oldest waiting go first
+    child("limit", "none")
+    child.make("o6")
+    assert child("export", "o6") == "SUCCESS"
+    child("shutdown")
+    stats = child("stats")
+    log = child.finish()
+    names = _tape_names(path)
+    assert names[:2] == ["o0", "o1"]  # the torn o1 was kept first and finished
+    assert len(names) == len(set(names)) == stats["spans_written"]
+    assert stats["spans_dropped"] > 0 and stats["spans_written"] + stats["spans_dropped"] == 7
+    assert "span(s) dropped: more than 12000 bytes wait" in log
