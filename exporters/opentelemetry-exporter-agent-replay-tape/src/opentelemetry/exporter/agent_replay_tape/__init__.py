@@ -57,7 +57,8 @@ class ExporterStats:
     reopened: int = 0
     """How often the tape's path was found deleted, moved away or replaced, and opened again."""
     spans_left_behind: int = 0
-    """Spans written to a file that was then deleted, moved away or replaced (they are not at the path)."""
+    """Spans written to a file that was then deleted, moved away or replaced: not at the path any more
+    (unless whoever replaced the file copied them)."""
 
 
 class TapeSpanExporter(SpanExporter):
@@ -96,6 +97,7 @@ class TapeSpanExporter(SpanExporter):
         self._dropped = 0
         self._failures = 0
         self._failing = False
+        self._failing_dropped = 0  # dropped since the failures began
 
     @property
     def stats(self) -> ExporterStats:
@@ -142,14 +144,15 @@ class TapeSpanExporter(SpanExporter):
                 self._warn_reopened(self._writer.lines_left_behind - left_behind)
         self._written += len(lines)
         if self._failing:
-            self._failing = False
             _logger.warning(
-                "agent-replay tape: %s is writable again; the %d span(s) kept in memory are written "
-                "(%d dropped so far)",
+                "agent-replay tape: %s is writable again; the %d span(s) kept in memory are written, "
+                "%d were dropped while it was not",
                 self.path,
                 len(self._pending),
-                self._dropped,
+                self._failing_dropped,
             )
+            self._failing = False
+            self._failing_dropped = 0
         self._pending = []
         self._pending_bytes = 0
         return SpanExportResult.SUCCESS
@@ -185,14 +188,15 @@ class TapeSpanExporter(SpanExporter):
                 self.path,
                 err,
             )
-        if dropped:
+        if dropped and not self._failing_dropped:  # once per failure; the counters and the recovery tell the rest
             _logger.warning(
-                "agent-replay tape: %d span(s) dropped: more than %d bytes wait for %s (%d dropped so far)",
-                dropped,
+                "agent-replay tape: more than %d bytes of spans wait for %s; the oldest are dropped "
+                "(%d now), counted in stats.spans_dropped",
                 self._max_pending_bytes,
                 self.path,
-                self._dropped,
+                dropped,
             )
+        self._failing_dropped += dropped
         return SpanExportResult.FAILURE
 
     def _keep_pending(self, lines: list[bytes]) -> int:
