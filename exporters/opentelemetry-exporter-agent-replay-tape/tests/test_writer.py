@@ -103,7 +103,7 @@ def test_an_incomplete_or_invalid_last_line_is_cut(tmp_path: Path, make_tail: Ca
 _CHILD = textwrap.dedent(
     """
     import dataclasses, json, logging, resource, signal, sys
-    from opentelemetry.exporter.agent_replay_tape import LineEncoder, TapeSpanExporter, TapeSpanProcessor
+    from opentelemetry.exporter.agent_replay_tape import LineEncoder, TapeSpanExporter
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -132,8 +132,6 @@ _CHILD = textwrap.dedent(
         elif verb == "limit":
             resource.setrlimit(resource.RLIMIT_FSIZE, (hard if args[0] == "none" else int(args[0]), hard))
             reply = "ok"
-        elif verb == "flush":
-            reply = exporter.force_flush()
         elif verb == "shutdown":
             exporter.shutdown()
             reply = "ok"
