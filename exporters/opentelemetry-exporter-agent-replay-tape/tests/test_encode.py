@@ -37,7 +37,7 @@ def _spans() -> list[ReadableSpan]:
         trace_state=TraceState([("vendor", "x1")]),
     )
     with tracer.start_as_current_span("root", context=set_span_in_context(NonRecordingSpan(remote))) as root:
-        root.set_attribute("s", "text with ünïcode and \"quotes\"\n")
+        root.set_attribute("s", 'text with ünïcode and "quotes"\n')
         with tracer.start_as_current_span(
             "child",
             kind=SpanKind.CLIENT,

@@ -138,9 +138,7 @@ _WRITER = textwrap.dedent(
 def test_four_processes_appending_to_one_tape_leave_only_whole_lines(tmp_path: Path) -> None:
     path = tmp_path / "shared.jsonl"
     count = 400
-    procs = [
-        subprocess.Popen([sys.executable, "-c", _WRITER, str(path), f"p{n}", str(count)]) for n in range(4)
-    ]
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(path), f"p{n}", str(count)]) for n in range(4)]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
     names = _span_names(path)  # every line parses
     assert len(names) == 4 * count
@@ -182,7 +180,12 @@ def test_entry_point_selects_the_exporter_from_the_environment(tmp_path: Path) -
         trace.get_tracer_provider().shutdown()
         """
     )
-    env = dict(os.environ, OTEL_TRACES_EXPORTER="agent_replay_tape", OTEL_METRICS_EXPORTER="none",
-               OTEL_LOGS_EXPORTER="none", OTEL_EXPORTER_AGENT_REPLAY_TAPE_PATH=str(path))
+    env = dict(
+        os.environ,
+        OTEL_TRACES_EXPORTER="agent_replay_tape",
+        OTEL_METRICS_EXPORTER="none",
+        OTEL_LOGS_EXPORTER="none",
+        OTEL_EXPORTER_AGENT_REPLAY_TAPE_PATH=str(path),
+    )
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60)
     assert _span_names(path) == ["configured-by-env"]

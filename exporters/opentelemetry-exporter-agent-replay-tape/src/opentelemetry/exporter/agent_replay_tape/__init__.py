@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ._encode import LineEncoder, encode_attributes, encode_span, encode_value
-from ._writer import AppendWriter, LockTimeout
+from ._writer import AppendError, AppendWriter
 
 __all__ = [
     "FSYNC_ENV",
@@ -54,15 +54,23 @@ class ExporterStats:
     """Given up on: encoding failed, the pending buffer overflowed, or shutdown could not write them."""
     write_failures: int
     torn_bytes_removed: int
+    reopened: int = 0
+    """How often the tape's path was found deleted, moved away or replaced, and opened again."""
+    spans_left_behind: int = 0
+    """Spans written to a file that was then deleted, moved away or replaced: not at the path any more
+    (unless whoever replaced the file copied them)."""
 
 
 class TapeSpanExporter(SpanExporter):
     """Appends spans to a tape file, one OTLP JSON line per span.
 
-    ``export`` never raises and never blocks for longer than ``lock_timeout``: lines that
-    could not be written stay pending (up to ``max_pending_bytes``) and are retried on the
-    next export, flush or shutdown; everything given up on is counted in ``stats`` and
-    logged. After ``shutdown`` every export fails. ``shutdown`` is idempotent.
+    ``export`` never raises and never blocks for longer than ``lock_timeout``. When a write
+    fails part way (a full disk), the spans already whole on the file count as written and
+    the rest stay pending (up to ``max_pending_bytes``), retried on the next export, flush
+    or shutdown without writing any span twice. When the path no longer names the open
+    file (deleted, moved away, replaced), the next export opens the path again and warns.
+    Everything given up on is counted in ``stats`` and logged. After ``shutdown`` every
+    export fails. ``shutdown`` is idempotent.
     """
 
     def __init__(
@@ -88,6 +96,8 @@ class TapeSpanExporter(SpanExporter):
         self._written = 0
         self._dropped = 0
         self._failures = 0
+        self._failing = False
+        self._failing_dropped = 0  # dropped since the failures began
 
     @property
     def stats(self) -> ExporterStats:
@@ -98,6 +108,8 @@ class TapeSpanExporter(SpanExporter):
             spans_dropped=self._dropped,
             write_failures=self._failures,
             torn_bytes_removed=self._writer.torn_bytes_removed,
+            reopened=self._writer.reopened,
+            spans_left_behind=self._writer.lines_left_behind,
         )
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
@@ -122,34 +134,85 @@ class TapeSpanExporter(SpanExporter):
             lines = self._pending + lines
         if not lines:
             return SpanExportResult.SUCCESS
+        reopened, left_behind = self._writer.reopened, self._writer.lines_left_behind
         try:
-            self._writer.write(b"".join(lines))
-        except (OSError, LockTimeout) as err:
-            self._failures += 1
-            failing_already = bool(self._pending)
-            self._keep_pending(lines)
-            if failing_already:  # warned when the failures began; the counters tell the rest
-                return SpanExportResult.FAILURE
-            _logger.warning(
-                "agent-replay tape: could not write %d span(s) to %s (%s); kept in memory and retried "
-                "on the next export",
-                len(lines),
-                self.path,
-                err,
-            )
-            return SpanExportResult.FAILURE
+            self._writer.append(lines)
+        except AppendError as err:
+            return self._failed(lines, err)
+        finally:
+            if self._writer.reopened != reopened:
+                self._warn_reopened(self._writer.lines_left_behind - left_behind)
         self._written += len(lines)
+        if self._failing:
+            _logger.warning(
+                "agent-replay tape: %s is writable again; the %d span(s) kept in memory are written, "
+                "%d were dropped while it was not",
+                self.path,
+                len(self._pending),
+                self._failing_dropped,
+            )
+            self._failing = False
+            self._failing_dropped = 0
         self._pending = []
         self._pending_bytes = 0
         return SpanExportResult.SUCCESS
 
-    def _keep_pending(self, lines: list[bytes]) -> None:
+    def _warn_reopened(self, left_behind: int) -> None:
+        lost = f"; {left_behind} span(s) written before went to the old file" if left_behind else ""
+        if self._writer.reopen_reason == "deleted":
+            what = "was deleted or moved away; it is created again and"
+        else:
+            what = "was replaced by another file, which"
+            lost += " (they are in the new one only if whoever replaced it copied them)" if left_behind else ""
+        _logger.warning("agent-replay tape: %s %s receives the spans from now on%s", self.path, what, lost)
+
+    def _failed(self, lines: list[bytes], err: AppendError) -> SpanExportResult:
+        """Keep the lines that are not whole on the file (from the torn one on) for the next try."""
+        self._failures += 1
+        self._written += err.lines_done
+        if err.lines_done == len(lines):  # only the fsync failed
+            self._pending = []
+            self._pending_bytes = 0
+            _logger.warning(
+                "agent-replay tape: wrote %d span(s) to %s but fsync failed (%s)", len(lines), self.path, err
+            )
+            return SpanExportResult.FAILURE
+        dropped = self._keep_pending(lines[err.lines_done :])
+        if not self._failing:
+            self._failing = True
+            _logger.warning(
+                "agent-replay tape: could not write %d of %d span(s) to %s (%s); kept in memory and "
+                "retried on the next export, without writing any span twice",
+                len(lines) - err.lines_done,
+                len(lines),
+                self.path,
+                err,
+            )
+        if dropped and not self._failing_dropped:  # once per failure; the counters and the recovery tell the rest
+            _logger.warning(
+                "agent-replay tape: more than %d bytes of spans wait for %s; the oldest are dropped "
+                "(%d now), counted in stats.spans_dropped",
+                self._max_pending_bytes,
+                self.path,
+                dropped,
+            )
+        self._failing_dropped += dropped
+        return SpanExportResult.FAILURE
+
+    def _keep_pending(self, lines: list[bytes]) -> int:
+        """Keep ``lines`` pending, dropping the oldest beyond the byte budget; returns how many were dropped."""
         total = sum(map(len, lines))
-        while lines and total > self._max_pending_bytes:
-            total -= len(lines.pop(0))
-            self._dropped += 1
-        self._pending = lines
+        # A line the writer tore stays first: the retry finishes it rather than leaving it half written.
+        first = 1 if self._writer.has_torn_line else 0
+        cut = first
+        while cut < len(lines) and total > self._max_pending_bytes:
+            total -= len(lines[cut])
+            cut += 1
+        dropped = cut - first
+        self._dropped += dropped
+        self._pending = lines[:first] + lines[cut:] if dropped else lines
         self._pending_bytes = total
+        return dropped
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Retry pending lines and fsync; True when nothing is left pending."""
@@ -175,12 +238,15 @@ class TapeSpanExporter(SpanExporter):
             if self._pending:
                 self._dropped += len(self._pending)
                 _logger.error(
-                    "agent-replay tape: %d span(s) could not be written to %s before shutdown",
+                    "agent-replay tape: %d span(s) could not be written to %s before shutdown and are dropped",
                     len(self._pending),
                     self.path,
                 )
                 self._pending = []
-            self._writer.close()
+            try:
+                self._writer.close()
+            except Exception:
+                _logger.exception("agent-replay tape: closing %s failed", self.path)
 
 
 class TapeSpanProcessor(SpanProcessor):
@@ -190,9 +256,7 @@ class TapeSpanProcessor(SpanProcessor):
     Errors never reach the application.
     """
 
-    def __init__(
-        self, exporter: SpanExporter, *, accept: Callable[[ReadableSpan], bool] | None = None
-    ) -> None:
+    def __init__(self, exporter: SpanExporter, *, accept: Callable[[ReadableSpan], bool] | None = None) -> None:
         self.exporter = exporter
         self._accept = accept
         self._done = False

@@ -1,10 +1,28 @@
 """Appending whole lines to a shared file, safely across threads and processes.
 
 Each batch is written with ``O_APPEND`` while holding an exclusive ``flock`` on the
-file itself, so lines from several processes never interleave. A torn last line
-(left by a process killed mid-write) is cut off before the next append, so new lines
-never glue onto it. Waiting for the lock is bounded: a writer that cannot get it in
-time reports failure instead of blocking the application.
+file itself, so lines from several processes never interleave. Waiting for the lock is
+bounded: a writer that cannot get it in time reports failure instead of blocking the
+application.
+
+Before an append the file is made to end in a newline: a torn last line (left by a
+process killed mid-write) is cut off, so new lines never glue onto it, while a complete
+last line that only lacks its newline (decided by parsing it as strict JSON) gets one.
+
+A write can stop part way (a full disk, a file size limit): ``os.write`` returns a short
+count and the next call fails. The writer counts the bytes that reached the file, so it
+knows which lines are whole on it and how much of the next one is there. The caller
+retries only the lines that are not whole; the retry first finishes the torn line where
+it stopped, if the file still ends with exactly that part of it, or else (another writer
+cut it or ended it in the meantime) checks the tail as above and writes the line whole.
+So a retry never writes a line twice, and ``close`` cuts a torn line of ours that was
+never finished.
+
+Each append first checks that the path still names the open file (``fstat`` of the file
+against ``stat`` of the path: device and inode). When the file was deleted, moved away
+or replaced (``os.replace``), the writer opens the path again, creating it if needed,
+and counts how many lines it had written to the old file, so that nothing more goes to
+a file nobody will read.
 """
 
 from __future__ import annotations
@@ -13,11 +31,54 @@ import fcntl
 import os
 import threading
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
+
+import orjson
 
 
 class LockTimeout(OSError):
     """The file lock was not obtained in time."""
+
+
+class AppendError(OSError):
+    """Appending failed after ``lines_done`` of the given lines were whole on the file."""
+
+    def __init__(self, cause: OSError, lines_done: int) -> None:
+        super().__init__(cause.errno, cause.strerror or str(cause))
+        self.cause = cause
+        self.lines_done = lines_done
+
+    def __str__(self) -> str:
+        return str(self.cause)
+
+
+@dataclass(frozen=True)
+class _Torn:
+    """The part of a line (``head``) that a failed write left at offset ``start`` of the file."""
+
+    start: int
+    head: bytes
+
+    def still_ends(self, fd: int, size: int) -> bool:
+        """Whether the file (of ``size`` bytes) still ends with this part of the line."""
+        return size == self.start + len(self.head) and os.pread(fd, len(self.head), self.start) == self.head
+
+
+def _is_whole_line(tail: bytes) -> bool:
+    """Whether a last line without its newline is complete: one strict JSON object (a torn line never is)."""
+    try:
+        return isinstance(orjson.loads(tail), dict)
+    except orjson.JSONDecodeError:
+        return False
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 class AppendWriter:
@@ -25,12 +86,27 @@ class AppendWriter:
 
     def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False, lock_timeout: float = 10.0) -> None:
         self.path = Path(path)
+        self._path = os.fspath(path)
         self.fsync = fsync
         self.lock_timeout = lock_timeout
         self.torn_bytes_removed = 0
+        self.newlines_added = 0
+        self.reopened = 0
+        """How often the path was found to name another file (or none) and was opened again."""
+        self.reopen_reason: Literal["deleted", "replaced"] | None = None
+        """Why, the last time: deleted (or moved away), or replaced by another file."""
+        self.lines_left_behind = 0
+        """Lines this writer had written to files that were then deleted, moved or replaced."""
+        self._lines_here = 0  # lines this writer has written to the file now open
         self._fd: int | None = None
-        self._our_end = -1  # the file size right after our last write
+        self._our_end = -1  # the file size right after our last write, when that ended a line
+        self._torn: _Torn | None = None
         self._lock = threading.Lock()
+
+    @property
+    def has_torn_line(self) -> bool:
+        """A failed write left part of the first line not yet written on the file; retry it first."""
+        return self._torn is not None
 
     def _open(self) -> int:
         if self._fd is None:
@@ -51,14 +127,50 @@ class AppendWriter:
                 time.sleep(delay)
                 delay = min(delay * 2, 0.05)
 
-    def _cut_torn_tail(self, fd: int) -> int:
-        """Cut a partial last line, if any; returns the file's size after it."""
-        size = os.fstat(fd).st_size
+    def _locked_fd(self) -> tuple[int, int]:
+        """Open and lock the file the path names now; returns the descriptor and the file's size."""
+        fd = self._open()
+        self._acquire(fd)
+        for _ in range(3):  # the path could be replaced again while we reopen it; then go on anyway
+            try:
+                st = os.fstat(fd)
+                try:
+                    there = os.stat(self._path)
+                except (FileNotFoundError, NotADirectoryError):
+                    reason: Literal["deleted", "replaced"] = "deleted"
+                else:
+                    if there.st_ino == st.st_ino and there.st_dev == st.st_dev:
+                        return fd, st.st_size
+                    reason = "replaced"
+            except BaseException:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                raise
+            self._reopen(fd, reason)
+            fd = self._open()
+            self._acquire(fd)
+        return fd, os.fstat(fd).st_size
+
+    def _reopen(self, fd: int, reason: Literal["deleted", "replaced"]) -> None:
+        """Let go of the old file (and its lock): what we knew about its end does not hold for the new one."""
+        self._fd = None
+        os.close(fd)
+        self.reopened += 1
+        self.reopen_reason = reason
+        self.lines_left_behind += self._lines_here
+        self._lines_here = 0
+        self._our_end = -1
+        self._torn = None
+
+    def _settle_tail(self, fd: int, size: int) -> int:
+        """End the file with a newline: end a complete last line, or cut a partial one.
+
+        Returns the file's size afterwards.
+        """
         if size == self._our_end:
             return size  # nobody wrote since our last whole line: the tail is ours and complete
         if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
             return size
-        # Find the last newline; everything after it is a partial line from a crash.
+        # Find the last newline; everything after it is the last line, without its newline.
         pos = size
         keep = 0
         while pos > 0:
@@ -69,26 +181,98 @@ class AppendWriter:
                 keep = start + idx + 1
                 break
             pos = start
+        if _is_whole_line(os.pread(fd, size - keep, keep)):
+            _write_all(fd, b"\n")  # a complete line that only lacks its newline is kept
+            self.newlines_added += 1
+            return size + 1
         os.ftruncate(fd, keep)
         self.torn_bytes_removed += size - keep
         return keep
 
-    def write(self, data: bytes) -> None:
-        """Append ``data`` (whole lines) in one locked write; raises ``OSError`` on failure."""
+    def _resume(self, fd: int, size: int, line: bytes) -> int:
+        """How many bytes of ``line`` (torn by our last, failed write) are on the file and stay there.
+
+        0: the line is not there (someone cut it); len(line): someone gave it its newline;
+        in between: the file still ends with exactly that part of it, to be finished.
+        """
+        torn = self._torn
+        self._torn = None
+        if torn is None or not line.startswith(torn.head):
+            return 0  # not the line we tore (the caller gave up on it): the tail check deals with it
+        if size >= torn.start + len(line) and os.pread(fd, len(line), torn.start) == line:
+            return len(line)
+        return len(torn.head) if torn.still_ends(fd, size) else 0
+
+    def append(self, lines: Sequence[bytes]) -> None:
+        """Append ``lines`` (each one whole line ending in a newline) under the lock.
+
+        Raises ``AppendError`` (an ``OSError``) naming how many of ``lines`` are whole on
+        the file when it fails; the caller retries the rest, starting with the first of them.
+        """
+        if not lines:
+            return
+        done = 0
         with self._lock:
-            fd = self._open()
-            self._acquire(fd)
             try:
-                end = self._cut_torn_tail(fd) + len(data)
-                view = memoryview(data)
-                while view:
-                    written = os.write(fd, view)
-                    view = view[written:]
-                self._our_end = end
+                fd, size = self._locked_fd()
+            except OSError as err:
+                raise AppendError(err, 0) from err
+            try:
+                skip = self._resume(fd, size, lines[0]) if self._torn is not None else 0
+                if skip == len(lines[0]):
+                    done, skip = 1, 0
+                    lines = lines[1:]
+                # Where lines[0] starts on the file: before its torn part, or after a settled tail.
+                base = size - skip if skip else self._settle_tail(fd, size)
+                if lines:
+                    data = lines[0] if len(lines) == 1 else b"".join(lines)
+                    self._write(fd, data, skip, base, lines)
+                    done += len(lines)
                 if self.fsync:
                     os.fsync(fd)
+            except AppendError as err:
+                done += err.lines_done
+                raise AppendError(err.cause, done) from err.cause
+            except OSError as err:
+                raise AppendError(err, done) from err
             finally:
+                self._lines_here += done
                 fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def _write(self, fd: int, data: bytes, skip: int, base: int, lines: Sequence[bytes]) -> None:
+        """Write ``data[skip:]`` at the end of the file, where ``data`` (``lines`` joined) starts at ``base``."""
+        pos = skip
+        view = memoryview(data)
+        try:
+            while pos < len(data):
+                pos += os.write(fd, view[pos:])
+        except OSError as err:
+            # Which lines are whole on the file, and how much of the next one is there.
+            whole = 0
+            offset = 0
+            for line in lines:
+                if offset + len(line) > pos:
+                    break
+                offset += len(line)
+                whole += 1
+            if pos > offset:
+                self._torn = _Torn(base + offset, data[offset:pos])
+                self._our_end = -1
+            else:
+                self._our_end = base + pos
+            raise AppendError(err, whole) from err
+        self._our_end = base + len(data)
+
+    def write(self, data: bytes) -> None:
+        """Append ``data`` (whole lines) as one unit; raises ``AppendError`` on failure."""
+        self.append((data,))
+
+    def _cut_torn(self, fd: int) -> None:
+        """Cut what a failed write left of a line, if the file still ends with it."""
+        torn = self._torn
+        self._torn = None
+        if torn is not None and torn.still_ends(fd, os.fstat(fd).st_size):
+            os.ftruncate(fd, torn.start)
 
     def sync(self) -> None:
         """fsync the file if it is open."""
@@ -97,10 +281,14 @@ class AppendWriter:
                 os.fsync(self._fd)
 
     def close(self) -> None:
-        """Close the file; safe to call more than once."""
+        """Close the file (first cutting a torn line of ours that was never finished); safe to call more than once."""
         with self._lock:
-            if self._fd is not None:
-                try:
-                    os.close(self._fd)
-                finally:
-                    self._fd = None
+            if self._fd is None:
+                return
+            fd, self._fd = self._fd, None
+            try:
+                if self._torn is not None:
+                    self._acquire(fd)
+                    self._cut_torn(fd)
+            finally:
+                os.close(fd)  # releases the lock
