@@ -214,6 +214,14 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
                 RecordingWarning,
                 stacklevel=3,
             )
+        if rec.stats.reopened:
+            warnings.warn(
+                f"{rec.path} was deleted or replaced while it was being recorded ({rec.stats.reopened} time(s)); "
+                f"it was opened again, and {rec.stats.spans_left_behind} span(s) written before that went to the "
+                "file it replaced: record again to have the whole run in one tape",
+                RecordingWarning,
+                stacklevel=3,
+            )
         if rec.otlp is not None:
             _close_otlp(rec, rec.otlp)
 

@@ -15,7 +15,7 @@ import pytest
 from helpers.otlp_receiver import http_receiver
 from helpers.rawtape import raw_spans
 
-from otel_agent_replay import ConfigurationError, Redactor, agent_run, record, tool
+from otel_agent_replay import ConfigurationError, RecordingWarning, Redactor, agent_run, record, tool
 from otel_agent_replay.core import attributes as A
 
 
@@ -387,3 +387,22 @@ def test_sigkill_mid_recording_leaves_a_tape_that_loads(tape: Path) -> None:
     assert seqs == list(range(1, len(seqs) + 1))  # nothing missing before the kill
     # Every step that ended before the kill is there: at most the one in flight is lost.
     assert len(seqs) >= announced - 2
+
+
+def test_a_tape_replaced_while_recording_is_reopened_and_the_recording_says_so(tape: Path) -> None:
+    @tool(side_effect="read_only")
+    def look(n: int) -> int:
+        return n
+
+    with (
+        pytest.warns(RecordingWarning, match=r"deleted or replaced while it was being recorded .* 2 span\(s\)"),
+        record(tape),
+        agent_run("agent"),
+    ):
+        look(1)
+        look(2)
+        moved = tape.with_name("moved.jsonl")
+        os.replace(tape, moved)
+        look(3)
+    assert [s.name for s in raw_spans(moved)] == ["execute_tool look", "execute_tool look"]
+    assert [s.name for s in raw_spans(tape)] == ["execute_tool look", "invoke_agent agent"]
