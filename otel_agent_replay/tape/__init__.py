@@ -5,7 +5,7 @@ Our OTLP JSON Lines, the Collector's file export, one OTLP JSON document, and Ja
 
 from __future__ import annotations
 
-from ._jaeger_otlp import otlp_from_jaeger
+from ._jaeger import otlp_from_jaeger
 from ._load import iter_spans, load_tape
 from ._span import DECODE_ERRORS, SpanDataError, decode_problem
 from ._values import Run, Step, StepError, Tape

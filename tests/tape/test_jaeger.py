@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from otel_agent_replay.core import attributes as A
-from otel_agent_replay.tape import SpanDataError, StepError
+from otel_agent_replay.tape import SpanDataError, StepError, otlp_from_jaeger
 from otel_agent_replay.tape._jaeger import jaeger_records, jaeger_span
+from otel_agent_replay.tape._span import otlp_span
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 
@@ -93,3 +94,32 @@ def test_a_trace_must_be_an_object() -> None:
     assert [r.span_id for r in jaeger_records({"spans": [span()]}, 1)] == ["0000000000000abc"]
     with pytest.raises(SpanDataError, match="a trace must be an object, found an array"):
         jaeger_records([], 1)
+
+
+def test_the_loader_and_push_pull_read_jaeger_alike() -> None:
+    """One decoder: a Jaeger trace loads as the same records whether read directly or as the OTLP JSON of it."""
+    failed = [tag(A.JAEGER_STATUS_CODE, A.JAEGER_STATUS_ERROR), tag(A.JAEGER_STATUS_DESCRIPTION, "down")]
+    exception_log = {"fields": [tag(A.JAEGER_EVENT_NAME, A.EXCEPTION_EVENT), tag(A.EXCEPTION_TYPE, "KeyError")]}
+    trace = {
+        "traceID": TRACE,
+        "spans": [
+            span(spanID="a", tags=[tag("i", "7", "int64"), tag("f", "NaN", "float64")]),
+            span(
+                spanID="b", references=[{"refType": "FOLLOWS_FROM", "spanID": "a"}], tags=failed, logs=[exception_log]
+            ),
+        ],
+        "processes": {},
+    }
+    direct = jaeger_records(trace, 3)
+    document = otlp_from_jaeger(trace)
+    via_otlp = [otlp_span(s, 3) for rs in document["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+    assert direct == via_otlp
+    assert direct[1].parent_span_id == direct[0].span_id and direct[1].error == StepError("KeyError", "down")
+
+
+@pytest.mark.parametrize("bad", [tag("b", "yes", "bool"), tag("i", "1e3", "int64"), tag("f", "x", "float64")])
+def test_push_and_pull_refuse_what_the_loader_refuses(bad: dict[str, Any]) -> None:
+    with pytest.raises(SpanDataError):
+        otlp_from_jaeger({"traceID": TRACE, "spans": [span(tags=[bad])]})
+    with pytest.raises(SpanDataError):
+        jaeger_span(span(tags=[bad]), 1)
