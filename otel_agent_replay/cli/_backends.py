@@ -9,10 +9,8 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import os
-import sys
 from typing import Any
 
-import orjson
 from rich.console import Console
 from rich.markup import escape
 
@@ -29,6 +27,8 @@ from otel_agent_replay.backends import (
     push,
 )
 from otel_agent_replay.core import EndpointError
+
+from ._output import dump_json
 
 EXIT_ENDPOINT = 3
 _EXIT_EPILOG = (
@@ -63,7 +63,7 @@ def _cmd_push(args: argparse.Namespace, out: Console, err: Console) -> int:
     except EndpointError as exc:
         return _failed(err, exc)
     if args.json:
-        _dump(
+        dump_json(
             {
                 "endpoint": result.endpoint,
                 "protocol": result.protocol,
@@ -118,7 +118,7 @@ def _cmd_pull(args: argparse.Namespace, out: Console, err: Console) -> int:
     except EndpointError as exc:
         return _failed(err, exc)
     if args.json:
-        _dump(
+        dump_json(
             {
                 "path": str(result.path),
                 "api": result.api,
@@ -139,11 +139,6 @@ def _cmd_pull(args: argparse.Namespace, out: Console, err: Console) -> int:
         out.print(f"redacted {result.redacted} value(s) on the way in")
     out.print(f"replay it, or look at it with: otel-agent-replay show {escape(str(result.path))}")
     return 0
-
-
-def _dump(data: Any) -> None:
-    sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
-    sys.stdout.flush()
 
 
 def register(sub: Any) -> None:

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
 from rich.console import Console
 from rich.markup import escape
 from rich.tree import Tree
@@ -21,6 +20,7 @@ from otel_agent_replay.core import AgentReplayError
 from otel_agent_replay.tape import Run, Step, Tape, load_tape
 
 from . import _backends, _regress
+from ._output import dump_json
 
 SHORT = 60
 
@@ -120,9 +120,7 @@ def show_tape(tape: Tape, console: Console) -> None:
 def _cmd_show(args: argparse.Namespace, out: Console, err: Console) -> int:
     tape = load_tape(args.tape)
     if args.json:
-        sys.stdout.buffer.write(orjson.dumps([run_json(r) for r in tape.runs], option=orjson.OPT_INDENT_2))
-        sys.stdout.buffer.write(b"\n")
-        sys.stdout.flush()
+        dump_json([run_json(r) for r in tape.runs])
     else:
         show_tape(tape, out)
     return 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import sys
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -18,9 +17,11 @@ from rich.progress import Progress
 from rich.table import Table
 
 from otel_agent_replay.capture import DEFAULT_REDACTOR
-from otel_agent_replay.comparison import STRICT, Policy, compare
+from otel_agent_replay.comparison import STRICT, Policy, compare, short
 from otel_agent_replay.core import SideEffect, StepKind, TapeFormatError, TapeNotFoundError
 from otel_agent_replay.tape import Tape, iter_spans, load_tape
+
+from ._output import dump_json
 
 # ``check`` exit status: one bit per kind of failure, OR-ed together.
 CHECK_FORMAT = 1
@@ -37,11 +38,6 @@ _CHECK_EPILOG = (
 
 _PROGRESS_TAPES = 4
 _PROGRESS_BYTES = 20 * 1024 * 1024
-
-
-def _dump(data: Any) -> None:
-    sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
-    sys.stdout.flush()
 
 
 def _with_progress(paths: list[str], err: Console) -> Iterator[str]:
@@ -72,7 +68,7 @@ def _policy(args: argparse.Namespace) -> Policy:
 def _cmd_diff(args: argparse.Namespace, out: Console, err: Console) -> int:
     result = compare(args.a, args.b, _policy(args))
     if args.json:
-        _dump(result.to_json())
+        dump_json(result.to_json())
         return 0 if result.same else 1
     if result.same:
         out.print(f"[green]same[/green]: {escape(result.left)} and {escape(result.right)} do not diverge")
@@ -84,15 +80,9 @@ def _cmd_diff(args: argparse.Namespace, out: Console, err: Console) -> int:
     for i, d in enumerate(result.divergences):
         mark = "[bold red]first[/bold red] " if i == 0 else ""
         out.print(f"  {mark}[yellow]{escape(d.kind)}[/yellow] {escape(d.step)} {escape(d.path)}")
-        out.print(f"      [red]- {escape(_short(d.left))}[/red]")
-        out.print(f"      [green]+ {escape(_short(d.right))}[/green]")
+        out.print(f"      [red]- {escape(short(d.left, 160))}[/red]")
+        out.print(f"      [green]+ {escape(short(d.right, 160))}[/green]")
     return 1
-
-
-def _short(value: Any) -> str:
-    from otel_agent_replay.comparison import short
-
-    return short(value, 160)
 
 
 # --- stats -------------------------------------------------------------------------------
@@ -144,7 +134,7 @@ def _cmd_stats(args: argparse.Namespace, out: Console, err: Console) -> int:
     tapes = [load_tape(path) for path in _with_progress(list(args.tapes), err)]
     rows = tape_stats(tapes)
     if args.json:
-        _dump(rows)
+        dump_json(rows)
         return 0
     table = Table(title=f"{sum(len(t.runs) for t in tapes)} run(s) on {len(tapes)} tape(s)")
     for column in ("tool", "calls", "errors", "error rate", "mean ms", "max ms", "retries", "side effect"):
@@ -254,7 +244,7 @@ def _cmd_check(args: argparse.Namespace, out: Console, err: Console) -> int:
     for finding in findings:
         status |= _BITS[finding.kind]
     if args.json:
-        _dump({"status": status, "findings": [f.__dict__ for f in findings]})
+        dump_json({"status": status, "findings": [f.__dict__ for f in findings]})
         return status
     for finding in findings:
         out.print(f"[red]{finding.kind}[/red] {escape(finding.where)}: {escape(finding.message)}")

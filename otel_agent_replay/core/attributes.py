@@ -41,7 +41,6 @@ TOOL_TYPE_FUNCTION: Final = "function"
 EXCEPTION_EVENT: Final = "exception"
 EXCEPTION_TYPE: Final = "exception.type"
 EXCEPTION_MESSAGE: Final = "exception.message"
-EXCEPTION_STACKTRACE: Final = "exception.stacktrace"
 
 # --- agent_replay.* : run span ------------------------------------------------
 RUN_ID: Final = "agent_replay.run_id"

@@ -34,7 +34,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 class RunHandle:
     """The handle ``agent_run`` yields: ids of the run and ``set_output``."""
 
-    __slots__ = ("_capture", "_output_set", "agent_name", "output", "run_id", "span", "span_id", "trace_id")
+    __slots__ = ("_capture", "agent_name", "output", "run_id", "span", "span_id", "trace_id")
 
     def __init__(self, run_id: str, agent_name: str, span: Span, capture: Capture) -> None:
         ctx = span.get_span_context()
@@ -44,13 +44,11 @@ class RunHandle:
         self.trace_id = f"{ctx.trace_id:032x}"
         self.span_id = f"{ctx.span_id:016x}"
         self.output: object = None
-        self._output_set = False
         self._capture = capture
 
     def set_output(self, value: object) -> None:
         """Record the run's final output (``agent_replay.output``)."""
         self.output = value
-        self._output_set = True
         self.span.set_attribute(A.OUTPUT, capture_json(value, self._capture))
 
     def __repr__(self) -> str:
@@ -166,7 +164,7 @@ class agent_run(Scope[RunHandle, _Entered]):
                 step()
             state.span.end()
             if session is not None and state.replay is not None:
-                session.end_run(state.replay, exc, handle.output)
+                session.end_run(handle.output)
 
     def _for_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> agent_run:
         """As a decorator, each call is a new run whose input is the call's bound arguments."""

@@ -200,7 +200,8 @@ class ReplaySession:
         attrs: dict[str, Any] = {A.MODE: A.MODE_REPLAY, A.REPLAY_OF: recorded.run_id}
         return attrs, _links(recorded.trace_id, recorded.span_id), bound
 
-    def end_run(self, replay_run: object, error: BaseException | None, output: object) -> None:
+    def end_run(self, output: object) -> None:
+        """Learn a run's output (``view()`` shows the last one)."""
         self.ledger.add_output(output)
 
     def _index(self, run: Run) -> RunIndex:
