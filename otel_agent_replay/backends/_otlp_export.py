@@ -16,6 +16,7 @@ headers, timeouts, certificates and compression all apply), behind two guards of
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import socket
 import threading
@@ -62,9 +63,9 @@ def strip_content(span: ReadableSpan) -> ReadableSpan:
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class OtlpStats:
-    """What happened to the spans handed to the OTLP side (counts of spans unless named otherwise)."""
+    """What happened to the spans handed to the OTLP side (counts of spans unless named otherwise); a snapshot."""
 
     queued: int = 0
     """Handed to the batch processor."""
@@ -84,6 +85,18 @@ class OtlpStats:
         return max(0, self.queued - self.exported - self.failed)
 
 
+@dataclass
+class _Counts:
+    """The OTLP side's live counters (``OtlpStats`` is their snapshot)."""
+
+    queued: int = 0
+    exported: int = 0
+    failed: int = 0
+    failed_exports: int = 0
+    content_stripped: int = 0
+    last_error: str | None = None
+
+
 class GuardedExporter(SpanExporter):
     """Wraps an OTLP exporter: strips content when off, counts, never raises, pauses after failures."""
 
@@ -91,13 +104,18 @@ class GuardedExporter(SpanExporter):
         self.inner = inner
         self.endpoint = endpoint
         self.capture_content = capture_content
-        self.stats = OtlpStats()
+        self._counts = _Counts()
         self._lock = threading.Lock()
         self._down_until = 0.0
         self._cool_down = _COOL_DOWN_FIRST
         self._warned = False
         self._closed = False
         self._diagnosed = False
+
+    @property
+    def stats(self) -> OtlpStats:
+        """A snapshot of the counters."""
+        return OtlpStats(**dataclasses.asdict(self._counts))
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Export a batch; failures are counted and logged (once), never raised."""
@@ -112,7 +130,7 @@ class GuardedExporter(SpanExporter):
             stripped = sum(1 for before, after in zip(spans, batch, strict=True) if before is not after)
             if stripped:
                 with self._lock:
-                    self.stats.content_stripped += stripped
+                    self._counts.content_stripped += stripped
         try:
             result = self.inner.export(batch)
         except Exception as exc:  # an exporter bug must not reach the agent
@@ -120,7 +138,7 @@ class GuardedExporter(SpanExporter):
             return SpanExportResult.FAILURE
         if result is SpanExportResult.SUCCESS:
             with self._lock:
-                self.stats.exported += count
+                self._counts.exported += count
                 self._cool_down = _COOL_DOWN_FIRST
             return result
         self._failed(count, "the OTLP exporter reported a failure (its log above says why)")
@@ -128,11 +146,11 @@ class GuardedExporter(SpanExporter):
 
     def _failed(self, count: int, why: str) -> None:
         with self._lock:
-            self.stats.failed += count
-            self.stats.failed_exports += 1
+            self._counts.failed += count
+            self._counts.failed_exports += 1
             if not why.startswith("skipped"):
                 if not self._diagnosed:  # a reason found by probing the endpoint says more
-                    self.stats.last_error = why
+                    self._counts.last_error = why
                 self._down_until = time.monotonic() + self._cool_down
                 self._cool_down = min(self._cool_down * 2, _COOL_DOWN_MAX)
             first = not self._warned
@@ -150,12 +168,12 @@ class GuardedExporter(SpanExporter):
     def count_queued(self) -> None:
         """Count one span handed to the batch processor."""
         with self._lock:
-            self.stats.queued += 1
+            self._counts.queued += 1
 
     def note_error(self, why: str) -> None:
         """Remember why the endpoint is failing (for the warning at the end of the recording)."""
         with self._lock:
-            self.stats.last_error = why
+            self._counts.last_error = why
             self._diagnosed = True
 
     def shutdown(self) -> None:
@@ -201,7 +219,7 @@ class OtlpProcessor(SpanProcessor):
 
     @property
     def stats(self) -> OtlpStats:
-        """The live counters."""
+        """The counters now."""
         return self.guard.stats
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
