@@ -66,10 +66,10 @@ def support_agent(customer_id: str, version: str) -> str:
     ]
     first = chat(messages, version)["choices"][0]["message"]
     if version == "1.1":
+        issue_refund(customer_id)
         _fail_once.add(customer_id)
         with contextlib.suppress(TimeoutError):
             fetch_account(customer_id)
-        issue_refund(customer_id)
     account = fetch_account(customer_id)
     messages += [
         {"role": "assistant", "content": first["content"]},

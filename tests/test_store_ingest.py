@@ -111,8 +111,8 @@ def test_outcomes_of_runs_and_tool_calls(store_location: str, tmp_path: Path) ->
         assert failed.extra["error"] == {"type": "store_agents.BillingError", "message": "no account bad2"}
         calls = [(c.tool_name, c.status, c.error) for c in store.tool_calls(ok.session_id)]
         assert calls == [
-            ("fetch_account", "timeout", "TimeoutError: billing API timed out for c1"),
             ("issue_refund", "error", OUT_OF_BOUNDS),
+            ("fetch_account", "timeout", "TimeoutError: billing API timed out for c1"),
             ("fetch_account", "ok", None),
         ]
         assert store.tool_calls(failed.session_id)[-1].error == "BillingError: no account bad2"
