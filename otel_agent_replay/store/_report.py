@@ -301,7 +301,7 @@ def _markdown(report: EvidenceReport) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     for row in report.rows:
         if row.out_of_bounds_tools:
-            tools = ", ".join(f"`{t}` × {n}" for t, n in row.out_of_bounds_tools)
+            tools = ", ".join(f"`{t}` × {n:,}" for t, n in row.out_of_bounds_tools)
             lines += ["", f"Out-of-bounds calls in `{_label(row.group)}`: {tools}"]
     c = report.comparison
     if c is not None:
