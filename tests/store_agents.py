@@ -70,6 +70,7 @@ def support_agent(customer_id: str, version: str) -> str:
         _fail_once.add(customer_id)
         with contextlib.suppress(TimeoutError):
             fetch_account(customer_id)
+        _fail_once.discard(customer_id)  # a replay serves the timeout from the tape: the tool never ran
     account = fetch_account(customer_id)
     messages += [
         {"role": "assistant", "content": first["content"]},

@@ -67,7 +67,9 @@ def test_a_comparison_regresses_only_past_its_thresholds(store_location: str, tm
     assert deltas["out_of_bounds_calls"].change == "worse" and not deltas["out_of_bounds_calls"].regressed
     assert deltas["retry_rate"].delta == pytest.approx(1 / 3)
     assert deltas["sessions"].change == "same"
-    assert lenient.comparison is not None and not lenient.regressed and lenient.comparison.verdict == "worse"
+    assert lenient.comparison is not None and not lenient.regressed
+    # Worse on every metric but latency, which the machine decides: worse, or mixed.
+    assert lenient.comparison.verdict in ("worse", "mixed")
     assert same.comparison is not None and same.comparison.verdict == "unchanged"
     assert one_criteria.rows[1].pass_rate == pytest.approx(1 / 3)  # the tone judge left out
 
