@@ -57,7 +57,9 @@ _UPSERT_SPAN: Final = (
     "INSERT INTO tape_span (trace_id, span_id, session_id, kind, seq, model, input_tokens, output_tokens, otlp_json) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (trace_id, span_id) DO UPDATE SET "
     "session_id = excluded.session_id, kind = excluded.kind, seq = excluded.seq, model = excluded.model, "
-    "input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens, otlp_json = excluded.otlp_json"
+    "input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens, otlp_json = excluded.otlp_json "
+    # The other columns are read from the line: an unchanged line is not written again (no dead rows).
+    "WHERE tape_span.otlp_json <> excluded.otlp_json OR tape_span.session_id <> excluded.session_id"
 )
 _UPSERT_MESSAGE: Final = (
     "INSERT INTO message (msg_id, session_id, seq, role, content, tool_calls_json, created_at, step_seq) "
