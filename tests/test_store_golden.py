@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import orjson
 import pytest
 from store_agents import AGENT, BillingError, record_support, support_agent
 
@@ -83,3 +84,30 @@ def test_golden_tapes_load_like_the_recording_and_replay_strictly(store_location
         agent_run(AGENT, input={"customer_id": "bad1"}),
     ):
         support_agent("bad1", "1.0")
+
+
+def test_foreign_spans_come_back_as_a_self_contained_tape(store_location: str, tmp_path: Path) -> None:
+    """Steps another instrumentation wrote (no agent_replay.* step attributes) get theirs in the golden tape."""
+    recorded = record_support(tmp_path / "ours.jsonl", "1.0", ["c1"])
+    ours = {"agent_replay.run_id", "agent_replay.seq", "agent_replay.step_id", "agent_replay.call_key"}
+    lines = []
+    for line in recorded.read_text(encoding="utf-8").splitlines():
+        doc = orjson.loads(line)
+        span = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+        if not span["name"].startswith("invoke_agent"):
+            span["attributes"] = [kv for kv in span["attributes"] if kv["key"] not in ours]
+        lines.append(orjson.dumps(doc).decode())
+    foreign = tmp_path / "foreign.jsonl"
+    foreign.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with open_store(store_location) as store:
+        store.ingest(foreign, tags=["ext"])
+        (tape,) = golden(store, tag="ext", per_tag=1, out_dir=tmp_path / "golden")
+    (loaded,) = load_tape(foreign).runs
+    (written,) = load_tape(tape.path).runs
+    assert [(s.tool, s.seq, s.step_id, s.call_key) for s in written.steps] == [
+        (s.tool, s.seq, s.step_id, s.call_key) for s in loaded.steps
+    ]
+    for line in tape.path.read_text(encoding="utf-8").splitlines():
+        span = orjson.loads(line)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+        if not span["name"].startswith("invoke_agent"):
+            assert ours <= {kv["key"] for kv in span["attributes"]}
