@@ -27,6 +27,7 @@ from otel_agent_replay.core import (
     SideEffectRefused,
     StalePolicy,
     StepKind,
+    StoreError,
     TapeDrift,
     TapeError,
     TapeFormatError,
@@ -41,6 +42,7 @@ from otel_agent_replay.core import (
 from otel_agent_replay.instrumentation import RunHandle, agent_run, model_call, tool
 from otel_agent_replay.recorder import Recording, record
 from otel_agent_replay.replayer import Divergence, ReplayOptions, ReplaySession, ReplayStats, replay
+from otel_agent_replay.store import Store, open_store
 from otel_agent_replay.tape import Run, Step, StepError, Tape, load_tape
 
 __all__ = [
@@ -76,6 +78,8 @@ __all__ = [
     "Step",
     "StepError",
     "StepKind",
+    "Store",
+    "StoreError",
     "Tape",
     "TapeDrift",
     "TapeError",
@@ -91,6 +95,7 @@ __all__ = [
     "compare",
     "load_tape",
     "model_call",
+    "open_store",
     "record",
     "replay",
     "tool",

@@ -43,6 +43,43 @@ ensure_test_tools() {
     fi
     export AGENT_REPLAY_PHOENIX="$phoenix_venv/bin/phoenix"
     ensure_docker_compose
+    ensure_postgresql
+}
+
+# The evidence-store tests start a throwaway PostgreSQL cluster on loopback (tests/pg_server.py)
+# from Debian's postgresql package; they need its initdb and postgres, not a running service.
+postgresql_bin() {
+    local dir
+    for dir in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+        if [ -x "$dir/initdb" ] && [ -x "$dir/postgres" ]; then
+            echo "$dir"
+            return
+        fi
+    done
+}
+
+ensure_postgresql() {
+    local bindir
+    bindir="$(postgresql_bin)"
+    if [ -z "$bindir" ]; then
+        if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+            # Only the binaries are needed: no default cluster is created or started.
+            if [ ! -e /etc/postgresql-common/createcluster.conf ]; then
+                mkdir -p /etc/postgresql-common
+                echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.conf
+            fi
+            apt-get update -qq
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+                -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold postgresql >/dev/null
+            bindir="$(postgresql_bin)"
+        fi
+        if [ -z "$bindir" ]; then
+            echo "PostgreSQL is missing: the evidence-store tests run a PostgreSQL server on loopback." >&2
+            echo "Install it (Debian/Ubuntu: sudo apt-get install postgresql), then run this again." >&2
+            exit 1
+        fi
+    fi
+    export AGENT_REPLAY_PG_BIN="$bindir"
 }
 
 # The compose file is checked with `docker-compose config` (Debian's docker-compose package).

@@ -19,6 +19,7 @@ LAYERS: tuple[str, ...] = (
     "capture",
     "tape",
     "comparison",
+    "store",
     "backends",
     "instrumentation",
     "recorder",

@@ -95,6 +95,10 @@ class EndpointError(AgentReplayError):
     """A backend could not be reached, or did not give what was asked (the CLI exits with 3)."""
 
 
+class StoreError(AgentReplayError):
+    """The evidence store could not be opened, read or written (the database said no)."""
+
+
 class AgentReplayWarning(UserWarning):
     """Root of every warning issued by otel-agent-replay."""
 

@@ -1,0 +1,362 @@
+"""The report: metrics per version, a comparison of two versions with a verdict, and its formats.
+
+``report_rows`` computes (no printing); ``format_report`` renders JSON, Markdown (a pull-request
+comment) or CSV as a string. A threshold is the worsening a metric may show before it counts as
+a regression: an absolute amount (``tool_success_rate=0.05``: five points), or relative to the
+baseline with ``%`` (``latency_ms_avg=10%``). Only metrics given a threshold can regress; the
+others are reported better, worse or the same.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import orjson
+
+from otel_agent_replay.core import ConfigurationError
+
+from ._metrics import METRICS, Grouping, VersionMetrics, metrics_by
+from ._store import Store
+
+__all__ = [
+    "DIRECTIONS",
+    "EvidenceReport",
+    "MetricDelta",
+    "Threshold",
+    "VersionComparison",
+    "format_report",
+    "parse_thresholds",
+    "report_rows",
+]
+
+Format = Literal["json", "md", "csv"]
+Change = Literal["better", "worse", "same", "n/a"]
+Verdict = Literal["regressed", "worse", "better", "mixed", "unchanged"]
+
+DIRECTIONS: Final[Mapping[str, int]] = {
+    "sessions": 0,
+    "tool_success_rate": 1,
+    "latency_ms_avg": -1,
+    "latency_ms_max": -1,
+    "retry_rate": -1,
+    "out_of_bounds_calls": -1,
+    "pass_rate": 1,
+    "tokens_in": -1,
+    "tokens_out": -1,
+}
+"""+1: higher is better; -1: lower is better; 0: neither (never a regression)."""
+_EPSILON: Final = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    """How much a metric may worsen: ``amount`` in the metric's unit, or percent of the baseline."""
+
+    metric: str
+    amount: float
+    relative: bool = False
+
+    def allows(self, baseline: float, worsening: float) -> bool:
+        limit = abs(baseline) * self.amount / 100.0 if self.relative else self.amount
+        return worsening <= limit + _EPSILON
+
+    def __str__(self) -> str:
+        return f"{self.metric}={self.amount:g}{'%' if self.relative else ''}"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricDelta:
+    """One metric of a comparison: both values, the change and what it means."""
+
+    metric: str
+    baseline: float | None
+    candidate: float | None
+    delta: float | None
+    delta_pct: float | None
+    change: Change
+    threshold: Threshold | None
+    regressed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class VersionComparison:
+    """Candidate against baseline, metric by metric."""
+
+    baseline: str
+    candidate: str
+    deltas: tuple[MetricDelta, ...]
+    verdict: Verdict
+
+    @property
+    def regressed(self) -> bool:
+        """True when a metric worsened past its threshold (the CLI exits 1)."""
+        return self.verdict == "regressed"
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceReport:
+    """What ``report_rows`` computed: one row per group and, when asked, a comparison."""
+
+    by: str
+    rows: tuple[VersionMetrics, ...]
+    comparison: VersionComparison | None = None
+
+    @property
+    def regressed(self) -> bool:
+        return self.comparison is not None and self.comparison.regressed
+
+
+def _check_metric(name: str, where: str) -> str:
+    if name not in DIRECTIONS:
+        raise ConfigurationError(f"{where}: unknown metric {name!r}; the metrics are {', '.join(METRICS)}")
+    return name
+
+
+def parse_thresholds(specs: Iterable[str] | Mapping[str, float | str] | None) -> tuple[Threshold, ...]:
+    """Thresholds from ``"metric=0.05"`` / ``"metric=10%"`` strings or a ``{metric: amount}`` mapping."""
+    if specs is None:
+        return ()
+    items: list[tuple[str, Any]] = []
+    if isinstance(specs, Mapping):
+        items = list(specs.items())
+    else:
+        for spec in specs:
+            name, sep, value = str(spec).partition("=")
+            if not sep:
+                raise ConfigurationError(
+                    f"threshold {spec!r}: write METRIC=AMOUNT or METRIC=PERCENT% "
+                    f"(e.g. tool_success_rate=0.05, latency_ms_avg=10%)"
+                )
+            items.append((name.strip(), value.strip()))
+    out = []
+    for name, value in items:
+        _check_metric(name, f"threshold {name}={value}")
+        if DIRECTIONS[name] == 0:
+            raise ConfigurationError(f"threshold {name}={value}: {name} is neither better nor worse; it cannot regress")
+        relative = isinstance(value, str) and value.endswith("%")
+        text = value[:-1] if relative else value
+        try:
+            amount = float(text)
+        except (TypeError, ValueError):
+            raise ConfigurationError(f"threshold {name}={value}: {value!r} is not a number (or a percentage)") from None
+        if not math.isfinite(amount) or amount < 0:
+            raise ConfigurationError(f"threshold {name}={value}: give a finite amount of 0 or more")
+        out.append(Threshold(name, amount, relative))
+    return tuple(out)
+
+
+def _delta(metric: str, base: float | None, cand: float | None, threshold: Threshold | None) -> MetricDelta:
+    if base is None or cand is None:
+        return MetricDelta(metric, base, cand, None, None, "n/a", threshold, False)
+    delta = cand - base
+    pct = None if abs(base) < _EPSILON else 100.0 * delta / abs(base)
+    direction = DIRECTIONS[metric]
+    if abs(delta) < _EPSILON or direction == 0:
+        change: Change = "same" if abs(delta) < _EPSILON else "n/a"
+    else:
+        change = "better" if delta * direction > 0 else "worse"
+    regressed = change == "worse" and threshold is not None and not threshold.allows(base, abs(delta))
+    return MetricDelta(metric, base, cand, delta, pct, change, threshold, regressed)
+
+
+def compare_versions(
+    rows: Iterable[VersionMetrics], baseline: str, candidate: str, thresholds: Iterable[Threshold] = ()
+) -> VersionComparison:
+    """Compare two groups of ``rows``; ``ConfigurationError`` names the groups there are when one is missing."""
+    by_group = {row.group: row for row in rows}
+    for version in (baseline, candidate):
+        if version not in by_group:
+            known = ", ".join(repr(g) for g in by_group if g is not None) or "none"
+            raise ConfigurationError(f"compare {baseline} {candidate}: no sessions of {version!r} (stored: {known})")
+    limits = {t.metric: t for t in thresholds}
+    base, cand = by_group[baseline], by_group[candidate]
+    deltas = tuple(_delta(m, base.metric(m), cand.metric(m), limits.get(m)) for m in METRICS)
+    changes = {d.change for d in deltas}
+    verdict: Verdict
+    if any(d.regressed for d in deltas):
+        verdict = "regressed"
+    elif "worse" in changes and "better" in changes:
+        verdict = "mixed"
+    elif "worse" in changes:
+        verdict = "worse"
+    elif "better" in changes:
+        verdict = "better"
+    else:
+        verdict = "unchanged"
+    return VersionComparison(baseline, candidate, deltas, verdict)
+
+
+def report_rows(
+    store: Store,
+    *,
+    by: Grouping = "agent_version",
+    compare: tuple[str, str] | None = None,
+    thresholds: Iterable[str] | Mapping[str, float | str] | Iterable[Threshold] | None = None,
+    agent_name: str | None = None,
+    tag: str | None = None,
+    criteria_version: str | None = None,
+) -> EvidenceReport:
+    """Metrics per ``by`` group from the stored rows; with ``compare=(baseline, candidate)``, their deltas.
+
+    ``thresholds``: ``["tool_success_rate=0.05", "latency_ms_avg=10%"]``, a ``{metric: amount}``
+    mapping, or ``Threshold`` values. ``agent_name``, ``tag`` and ``criteria_version`` narrow what
+    is counted.
+    """
+    rows = metrics_by(store, by, agent_name=agent_name, tag=tag, criteria_version=criteria_version)
+    limits: tuple[Threshold, ...]
+    if thresholds is None:
+        limits = ()
+    elif isinstance(thresholds, Mapping):
+        limits = parse_thresholds(thresholds)
+    else:
+        given = list(thresholds)
+        limits = tuple(t for t in given if isinstance(t, Threshold))
+        limits += parse_thresholds([str(t) for t in given if not isinstance(t, Threshold)])
+    if limits and compare is None:
+        raise ConfigurationError("thresholds apply to a comparison: give compare=(baseline, candidate) too")
+    comparison = None
+    if compare is not None:
+        baseline, candidate = compare
+        comparison = compare_versions(rows, baseline, candidate, limits)
+    return EvidenceReport(by, tuple(rows), comparison)
+
+
+# --- formats ------------------------------------------------------------------------------
+
+
+def _label(group: str | None) -> str:
+    return "(none)" if group is None else group
+
+
+def _number(value: float | None, metric: str) -> str:
+    if value is None:
+        return "–"
+    if metric.endswith("_rate"):
+        return f"{100 * value:.1f}%"
+    if metric.startswith("latency"):
+        return f"{value:,.1f} ms"
+    return f"{value:,.0f}"
+
+
+def _signed(delta: MetricDelta) -> str:
+    if delta.delta is None:
+        return "–"
+    if delta.metric.endswith("_rate"):
+        text = f"{100 * delta.delta:+.1f} pt"
+    elif delta.metric.startswith("latency"):
+        text = f"{delta.delta:+,.1f} ms"
+    else:
+        text = f"{delta.delta:+,.0f}"
+    return text if delta.delta_pct is None else f"{text} ({delta.delta_pct:+.1f}%)"
+
+
+_MARKS: Final = {"better": "✅ better", "worse": "⚠️ worse", "same": "same", "n/a": "–"}
+
+
+def _as_dict(report: EvidenceReport) -> dict[str, Any]:
+    rows = []
+    for row in report.rows:
+        item: dict[str, Any] = {report.by: row.group}
+        item.update({m: getattr(row, m) for m in METRICS})
+        item.update(
+            tool_calls=row.tool_calls,
+            evals=row.evals,
+            out_of_bounds_tools={tool: n for tool, n in row.out_of_bounds_tools},
+        )
+        rows.append(item)
+    out: dict[str, Any] = {"by": report.by, "rows": rows, "comparison": None}
+    c = report.comparison
+    if c is not None:
+        out["comparison"] = {
+            "baseline": c.baseline,
+            "candidate": c.candidate,
+            "verdict": c.verdict,
+            "regressed": c.regressed,
+            "metrics": {
+                d.metric: {
+                    "baseline": d.baseline,
+                    "candidate": d.candidate,
+                    "delta": d.delta,
+                    "delta_pct": d.delta_pct,
+                    "change": d.change,
+                    "threshold": None if d.threshold is None else str(d.threshold),
+                    "regressed": d.regressed,
+                }
+                for d in c.deltas
+            },
+        }
+    return out
+
+
+def _markdown(report: EvidenceReport) -> str:
+    lines = ["### Agent evidence report", ""]
+    header = [report.by, *METRICS]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in report.rows:
+        cells = [f"`{_label(row.group)}`", *(_number(row.metric(m), m) for m in METRICS)]
+        lines.append("| " + " | ".join(cells) + " |")
+    for row in report.rows:
+        if row.out_of_bounds_tools:
+            tools = ", ".join(f"`{t}` × {n:,}" for t, n in row.out_of_bounds_tools)
+            lines += ["", f"Out-of-bounds calls in `{_label(row.group)}`: {tools}"]
+    c = report.comparison
+    if c is not None:
+        title = {
+            "regressed": "❌ **regressed**",
+            "worse": "⚠️ worse",
+            "better": "✅ better",
+            "mixed": "mixed",
+            "unchanged": "unchanged",
+        }[c.verdict]
+        lines += [
+            "",
+            f"#### `{c.candidate}` against `{c.baseline}`: {title}",
+            "",
+            f"| metric | `{c.baseline}` | `{c.candidate}` | delta | threshold | verdict |",
+            "|---|---|---|---|---|---|",
+        ]
+        for d in c.deltas:
+            mark = "❌ **regressed**" if d.regressed else _MARKS[d.change]
+            limit = "–" if d.threshold is None else f"{d.threshold.amount:g}{'%' if d.threshold.relative else ''}"
+            lines.append(
+                f"| {d.metric} | {_number(d.baseline, d.metric)} | {_number(d.candidate, d.metric)} | "
+                f"{_signed(d)} | {limit} | {mark} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _plain(value: float | None) -> str:
+    if value is None:
+        return ""
+    if value == int(value):
+        return str(int(value))
+    return repr(round(value, 6))
+
+
+def _csv(report: EvidenceReport) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow([report.by, *METRICS, "verdict"])
+    for row in report.rows:
+        writer.writerow([_label(row.group), *(_plain(row.metric(m)) for m in METRICS), ""])
+    c = report.comparison
+    if c is not None:
+        cells = [_plain(d.delta) for d in c.deltas]
+        writer.writerow([f"delta {c.baseline}..{c.candidate}", *cells, c.verdict])
+    return buffer.getvalue()
+
+
+def format_report(report: EvidenceReport, fmt: Format = "md") -> str:
+    """The report as ``json``, ``md`` (Markdown for a pull-request comment) or ``csv`` text."""
+    if fmt == "json":
+        return orjson.dumps(_as_dict(report), option=orjson.OPT_INDENT_2).decode("utf-8") + "\n"
+    if fmt == "md":
+        return _markdown(report)
+    if fmt == "csv":
+        return _csv(report)
+    raise ConfigurationError(f"report format {fmt!r}: use json, md or csv")
