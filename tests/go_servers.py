@@ -217,6 +217,10 @@ class Collector(Server):
     def otlp_http(self) -> str:
         return f"http://127.0.0.1:{self.ports['COLLECTOR_OTLP_HTTP_PORT']}"
 
+    @property
+    def otlp_grpc(self) -> str:
+        return f"http://127.0.0.1:{self.ports['COLLECTOR_OTLP_GRPC_PORT']}"
+
 
 def start_collector(workdir: Path, jaeger: Jaeger, timeout: float = 60) -> Collector:
     """Start the Collector with compose/otel-collector.yaml, forwarding to ``jaeger``, on free loopback ports."""

@@ -3,7 +3,7 @@
 A run recorded with ``record(otlp=...)`` over http/protobuf and over gRPC, and a tape pushed after the
 fact, read back from Jaeger's api/v3 and classic API with the tape's ids, parents, names, timestamps,
 service, attributes, events and links, except for what Jaeger's Badger storage cannot hold (listed in
-``stored_view``). ``otel-agent-replay pull`` from it gives tapes that replay strictly with no live call.
+``e2e_agent.stored_view``). ``otel-agent-replay pull`` from it gives tapes that replay strictly with no live call.
 A deliberately altered copy shows the comparison would catch a change.
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import datetime as _dt
 import ipaddress
-import os
 import subprocess
 import sys
 import time
@@ -24,43 +23,12 @@ from typing import Any
 import orjson
 import pytest
 import yaml
+from e2e_agent import SPANS, record_agent, replays_strictly, stored_view, tape_facts, trace_id_of
 from go_servers import COLLECTOR_CONFIG, JAEGER_CONFIG, ROOT, Jaeger, start_jaeger
 from phoenix_server import listening_addresses
-from trace_facts import Facts, classic_facts, classic_view, differences, otlp_facts, read_jsonl
+from trace_facts import classic_facts, classic_view, differences, otlp_facts, read_jsonl
 
-from otel_agent_replay import agent_run, load_tape, replay
-from otel_agent_replay.demo import run_chain
-
-# The agent of these tests: the demo's four steps in a run, then two spans of the application's own
-# (OpenTelemetry's API, another scope) with what Jaeger flattens or renames: a span kind, an error
-# status, typed and array attributes, an event and a link. Run in its own process so that its service
-# name and OTLP protocol are its own.
-AGENT = """
-import sys
-from opentelemetry import trace
-from opentelemetry.trace import SpanKind, Status, StatusCode
-from otel_agent_replay import agent_run, record
-from otel_agent_replay.demo import run_chain
-
-tape, endpoint, report = sys.argv[1:4]
-with record(tape, otlp=endpoint or False, otlp_content=True), agent_run(
-    "report-writer", agent_version="1.0", task="summarise doc-7", input={"doc_id": "doc-7"}
-) as run:
-    run.set_output(run_chain("doc-7", report))
-    tracer = trace.get_tracer("agent-replay.e2e", "3.1")
-    with tracer.start_as_current_span("prepare lookup", kind=SpanKind.PRODUCER) as prepare:
-        cause = prepare.get_span_context()
-    with tracer.start_as_current_span(
-        "lookup customer",
-        kind=SpanKind.CLIENT,
-        links=[trace.Link(cause, {"link.reason": "prepared by", "n": 1})],
-        attributes={"e2e.int": 42, "e2e.float": 0.25, "e2e.bool": True, "e2e.empty": "",
-                    "e2e.strings": ["a", "b"], "e2e.ints": [1, 2]},
-    ) as span:
-        span.add_event("cache miss", {"cache.key": "c_17", "attempt": 2})
-        span.set_status(Status(StatusCode.ERROR, "upstream 503"))
-"""
-SPANS = 7  # run, four steps, two spans of the application's
+from otel_agent_replay import load_tape
 
 
 @pytest.fixture(scope="module")
@@ -76,47 +44,6 @@ def _script() -> str:
     return str(Path(sys.executable).with_name("otel-agent-replay"))
 
 
-def record_agent(tmp: Path, endpoint: str = "", protocol: str = "http/protobuf", service: str = "agent-e2e") -> Path:
-    """Run the agent above in a process of its own; the tape it recorded."""
-    tape = tmp / "tapes" / "run.jsonl"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env.update(OTEL_SERVICE_NAME=service, OTEL_EXPORTER_OTLP_PROTOCOL=protocol)
-    done = subprocess.run(
-        [sys.executable, "-c", AGENT, str(tape), endpoint, str(tmp / "report.md")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "OtlpWarning" not in done.stderr, done.stderr
-    return tape
-
-
-def trace_id_of(tape: Path) -> str:
-    (run,) = load_tape(tape).runs
-    return run.trace_id
-
-
-def stored_view(facts: Facts) -> Facts:
-    """The facts as Jaeger's Badger storage keeps them (it stores Jaeger's classic span model).
-
-    Array attributes become their JSON text, and a link's attributes are replaced by the reference type
-    Jaeger gives it. Everything else must come back as it was sent, to the nanosecond.
-    """
-    out = copy.deepcopy(facts)
-    for fact in out.values():
-        fact["attributes"] = {
-            k: orjson.dumps(v).decode() if isinstance(v, list) else v for k, v in fact["attributes"].items()
-        }
-        fact["links"] = [(t, s, {"opentracing.ref_type": "follows_from"}) for t, s, _ in fact["links"]]
-    return out
-
-
-def tape_facts(tape: Path) -> Facts:
-    return otlp_facts(read_jsonl(tape.read_text()))
-
-
 def _pull(jaeger: Jaeger, out: Path, *args: str) -> dict[str, Any]:
     done = subprocess.run(
         [_script(), "pull", "--jaeger", jaeger.query_url, "-o", str(out), "--json", *args],
@@ -128,19 +55,6 @@ def _pull(jaeger: Jaeger, out: Path, *args: str) -> dict[str, Any]:
     answer = orjson.loads(done.stdout)
     assert isinstance(answer, dict)
     return answer
-
-
-def _replays_strictly(tape: Path, recorded_in: Path) -> dict[str, Any]:
-    """Replay the demo chain from ``tape`` in strict mode, as ``record_agent(recorded_in)`` ran it; its stats."""
-    report = recorded_in / "report.md"
-    report.unlink()
-    with replay(tape, stub=("write_report",)) as session, agent_run("report-writer"):
-        run_chain("doc-7", str(report))
-    assert not report.exists()  # write_report is answered from the tape: the real one never ran
-    stats = dict(session.stats)
-    assert stats["live_tool_calls"] == 0 and stats["real_side_effects"] == 0
-    assert stats["tape_hits"] == 4 and stats["tape_misses"] == 0 and stats["unused_entries"] == 0
-    return stats
 
 
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
@@ -207,7 +121,7 @@ def test_pull_by_trace_id_gives_a_tape_that_replays_strictly(jaeger: Jaeger, tmp
     assert differences(stored_view(tape_facts(tape)), tape_facts(pulled)) == []
     (run,) = load_tape(pulled).runs
     assert [s.call_key for s in run.steps] == [s.call_key for s in load_tape(tape).runs[0].steps]
-    _replays_strictly(pulled, tmp_path)
+    replays_strictly(pulled, tmp_path)
 
 
 def test_pull_by_service_and_time_range_takes_only_that_window(jaeger: Jaeger, tmp_path: Path) -> None:
@@ -223,7 +137,7 @@ def test_pull_by_service_and_time_range_takes_only_that_window(jaeger: Jaeger, t
     _pull(jaeger, pulled, "--service", service, "--since", since.isoformat(), "--until", until.isoformat())
     assert {f["trace_id"] for f in tape_facts(pulled).values()} == {trace_id_of(inside)}
     assert differences(stored_view(tape_facts(inside)), tape_facts(pulled)) == []
-    _replays_strictly(pulled, tmp_path / "inside")
+    replays_strictly(pulled, tmp_path / "inside")
     everything = tmp_path / "all.jsonl"
     _pull(jaeger, everything, "--service", service, "--lookback", "1h")
     assert {f["trace_id"] for f in tape_facts(everything).values()} == {trace_id_of(before), trace_id_of(inside)}
@@ -266,7 +180,7 @@ def test_what_jaeger_flattens_comes_back_after_pull(jaeger: Jaeger, tmp_path: Pa
         }
         assert [e[1:] for e in lookup["events"]] == [("cache miss", {"cache.key": "c_17", "attempt": 2})]
         assert [lk[:2] for lk in lookup["links"]] == [lk[:2] for lk in expected[lookup_id]["links"]]
-        _replays_strictly(pulled, tmp_path)
+        replays_strictly(pulled, tmp_path)
         (tmp_path / "report.md").write_text("recorded")
 
 
