@@ -77,11 +77,13 @@ def trace_id_of(tape: Path) -> str:
 def stored_view(facts: Facts) -> Facts:
     """The facts as Jaeger's Badger storage keeps them (it stores Jaeger's classic span model).
 
-    Array attributes become their JSON text, and a link's attributes are replaced by the reference type
-    Jaeger gives it. Everything else must come back as it was sent, to the nanosecond.
+    Array attributes become their JSON text, a link's attributes are replaced by the reference type
+    Jaeger gives it, and the span's flags (W3C trace flags and the parent-is-remote bits) are dropped.
+    Everything else must come back as it was sent, to the nanosecond.
     """
     out = copy.deepcopy(facts)
     for fact in out.values():
+        fact["flags"] = 0
         fact["attributes"] = {
             k: orjson.dumps(v).decode() if isinstance(v, list) else v for k, v in fact["attributes"].items()
         }

@@ -85,6 +85,7 @@ def otlp_facts(docs: Iterable[Mapping[str, Any]]) -> Facts:
                         "trace_id": hex_id(span["traceId"], 32),
                         "parent_span_id": hex_id(span["parentSpanId"], 16) if span.get("parentSpanId") else "",
                         "name": span["name"],
+                        "flags": int(span.get("flags", 0)),
                         "kind": _enum(span.get("kind"), _KINDS, "SPAN_KIND_"),
                         "start_ns": int(span["startTimeUnixNano"]),
                         "end_ns": int(span["endTimeUnixNano"]),
@@ -163,10 +164,10 @@ def _flat(value: Any) -> Any:
 
 
 def classic_view(facts: Facts) -> Facts:
-    """OTLP facts as Jaeger's classic JSON can hold them: µs timestamps, arrays as JSON, links bare."""
+    """OTLP facts as Jaeger's classic JSON can hold them: µs timestamps, arrays as JSON, links bare, no flags."""
     out: Facts = {}
     for span_id, fact in facts.items():
-        view = {k: v for k, v in fact.items() if k not in ("start_ns", "end_ns")}
+        view = {k: v for k, v in fact.items() if k not in ("start_ns", "end_ns", "flags")}
         view["start_us"] = fact["start_ns"] // 1000
         view["end_us"] = fact["start_ns"] // 1000 + (fact["end_ns"] - fact["start_ns"]) // 1000  # start + duration
         view["attributes"] = {k: _flat(v) for k, v in fact["attributes"].items()}
