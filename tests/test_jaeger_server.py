@@ -250,6 +250,23 @@ def test_jaeger_listens_on_loopback_only_on_the_ports_it_was_given(jaeger: Jaege
     assert list(jaeger.badger_dir.glob("*/MANIFEST")), "Badger keeps its files where the config says"
 
 
+def test_traces_outlive_a_restart_of_jaeger(tmp_path: Path) -> None:
+    first = start_jaeger(tmp_path / "jaeger")
+    try:
+        tape = record_agent(tmp_path, first.otlp_http)
+        first.v3_trace(trace_id_of(tape), SPANS)
+    finally:
+        first.stop()
+    assert first.process.returncode is not None
+    second = start_jaeger(tmp_path / "jaeger")  # the same Badger folder, as the compose volume keeps it
+    try:
+        assert second.badger_dir == first.badger_dir
+        got = otlp_facts(second.v3_trace(trace_id_of(tape), SPANS, timeout=5))
+        assert differences(stored_view(tape_facts(tape)), got) == []
+    finally:
+        second.stop()
+
+
 def test_compose_runs_the_versions_and_the_files_the_tests_run() -> None:
     done = subprocess.run(
         ["bash", str(ROOT / "scripts" / "servers.sh"), "versions"],
