@@ -23,9 +23,7 @@ def _compose(*args: str) -> subprocess.CompletedProcess[str]:
             "(Debian/Ubuntu: apt-get install docker-compose), or run `bash scripts/dev.sh test`, "
             "which installs it when run as root"
         )
-    return subprocess.run(
-        [exe, "-f", str(COMPOSE), *args], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
+    return subprocess.run([exe, "-f", str(COMPOSE), *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 def _config(*profiles: str) -> dict[str, Any]:
