@@ -42,6 +42,11 @@ ensure_test_tools() {
         echo "$phoenix_spec" > "$phoenix_venv/.installed"
     fi
     export AGENT_REPLAY_PHOENIX="$phoenix_venv/bin/phoenix"
+    # Jaeger v2 and the Collector, built from their Go modules once per machine (cached outside the clone).
+    bash "$root/scripts/servers.sh" build
+    AGENT_REPLAY_JAEGER="$(bash "$root/scripts/servers.sh" path jaeger)"
+    AGENT_REPLAY_OTELCOL="$(bash "$root/scripts/servers.sh" path otelcol)"
+    export AGENT_REPLAY_JAEGER AGENT_REPLAY_OTELCOL
     ensure_docker_compose
     ensure_postgresql
 }

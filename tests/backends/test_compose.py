@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -32,6 +33,17 @@ def _config(*profiles: str) -> dict[str, Any]:
     loaded = yaml.safe_load(done.stdout)
     assert isinstance(loaded, dict)
     return loaded
+
+
+def _expand(conf: Any, env: dict[str, str]) -> Any:
+    """A Collector-style configuration with its ``${env:NAME:-default}`` references resolved from ``env``."""
+    if isinstance(conf, dict):
+        return {key: _expand(value, env) for key, value in conf.items()}
+    if isinstance(conf, list):
+        return [_expand(value, env) for value in conf]
+    if isinstance(conf, str):
+        return re.sub(r"\$\{env:(\w+)(?::-([^}]*))?\}", lambda m: env.get(m[1], m[2] or ""), conf)
+    return conf
 
 
 def test_compose_file_is_valid() -> None:
@@ -70,7 +82,7 @@ def test_the_collector_profile_forwards_to_jaeger_and_writes_a_tape() -> None:
     (config_host,) = [h for h, c in mounts.items() if c.endswith(".yaml")]
     config_in_container = mounts[config_host]
     assert collector["command"] == [f"--config={config_in_container}"]
-    conf = yaml.safe_load(Path(config_host).read_text())
+    conf = _expand(yaml.safe_load(Path(config_host).read_text()), collector.get("environment", {}))
     pipeline = conf["service"]["pipelines"]["traces"]
     assert set(pipeline["receivers"]) <= set(conf["receivers"])
     assert set(pipeline["exporters"]) <= set(conf["exporters"])
