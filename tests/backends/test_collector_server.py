@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from helpers.e2e_agent import SPANS, record_agent, replays_strictly, stored_view, tape_facts, trace_id_of
 from helpers.go_servers import Collector, Jaeger, start_collector, start_jaeger
+from helpers.phoenix_server import listening_addresses
 from helpers.trace_facts import Facts, differences, otlp_facts, read_jsonl
-from phoenix_server import listening_addresses
 
 from otel_agent_replay import load_tape
 

@@ -25,8 +25,8 @@ import pytest
 import yaml
 from helpers.e2e_agent import SPANS, record_agent, replays_strictly, stored_view, tape_facts, trace_id_of
 from helpers.go_servers import COLLECTOR_CONFIG, JAEGER_CONFIG, ROOT, Jaeger, start_jaeger
+from helpers.phoenix_server import listening_addresses
 from helpers.trace_facts import classic_facts, classic_view, differences, otlp_facts, read_jsonl
-from phoenix_server import listening_addresses
 
 from otel_agent_replay import load_tape
 
