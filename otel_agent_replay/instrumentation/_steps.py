@@ -26,7 +26,7 @@ from otel_agent_replay.capture import (
     messages_json,
     usage_tokens,
 )
-from otel_agent_replay.core import StepKind, __version__
+from otel_agent_replay.core import __version__
 from otel_agent_replay.core import attributes as A
 
 from ._runtime import RunState, StepIds, active_run, current_recording, current_run, current_step
@@ -54,7 +54,7 @@ class StepInFlight:
         for undo in reversed(self.tokens):
             undo()
         self.span.end()
-        if self.spec.kind == StepKind.LLM:
+        if self.spec.is_llm:
             self.run.model_step_done(self.ids.step_id)
 
     def finish(self, result: object, captured: CapturedResult | None = None) -> None:
@@ -63,7 +63,7 @@ class StepInFlight:
             if captured is None:
                 captured = capture_result(result, self.capture)
             attrs: dict[str, Any] = {}
-            if self.spec.kind == StepKind.TOOL:
+            if not self.spec.is_llm:
                 attrs[A.GEN_AI_TOOL_CALL_RESULT] = captured.json
             else:
                 attrs[A.MODEL_RESULT] = captured.json
@@ -127,7 +127,7 @@ def prepare(spec: ToolSpec, run: RunState, args: tuple[Any, ...], kwargs: dict[s
 def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]]:
     """The span name and start attributes of a step."""
     run, ids, captured = prep.run, prep.ids, prep.captured
-    if spec.kind == StepKind.TOOL:
+    if not spec.is_llm:
         attrs: dict[str, Any] = {
             A.GEN_AI_OPERATION_NAME: A.OP_EXECUTE_TOOL,
             A.GEN_AI_TOOL_NAME: spec.name,
@@ -136,8 +136,8 @@ def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]
             A.GEN_AI_TOOL_CALL_ARGUMENTS: captured.json,
         }
         span_name = A.tool_span_name(spec.name)
-        if spec.side_effect is not None:
-            attrs[A.SIDE_EFFECT] = spec.side_effect.value
+        if spec.side_effect_value is not None:
+            attrs[A.SIDE_EFFECT] = spec.side_effect_value
     else:
         model = spec.model or _model_from_args(captured.value) or spec.name
         attrs = {A.GEN_AI_OPERATION_NAME: A.OP_CHAT, A.GEN_AI_REQUEST_MODEL: model, A.FUNCTION: spec.name}
@@ -152,7 +152,7 @@ def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]
     attrs[A.STEP_ID] = ids.step_id
     attrs[A.PARENT_STEP_ID] = ids.parent_step_id
     attrs[A.SEQ] = ids.seq
-    attrs[A.KIND] = spec.kind.value
+    attrs[A.KIND] = spec.kind_value
     attrs[A.CALL_KEY] = captured.call_key
     if spec.version is not None:
         attrs[A.TOOL_VERSION] = spec.version

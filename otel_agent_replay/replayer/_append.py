@@ -9,7 +9,6 @@ processor is the lossless tape processor, so it never mixes with the replay's sp
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.exporter.agent_replay_tape import TapeSpanExporter, TapeSpanProcessor
@@ -23,7 +22,7 @@ from otel_agent_replay.instrumentation import Prepared, RunState, StepIds, ToolS
 from otel_agent_replay.tape import Run
 
 
-class PendingStep:
+class AppendedStep:
     """An appended step in flight."""
 
     def __init__(self, span: trace.Span, spec: ToolSpec, capture: Capture) -> None:
@@ -69,7 +68,7 @@ class Appender:
             self._counts[key] = n
         return StepIds(seq=seq, step_id=f"{tool}#{n}", parent_step_id=parent_step_id)
 
-    def start(self, spec: ToolSpec, prep: Prepared, run: Run | None) -> PendingStep | None:
+    def start(self, spec: ToolSpec, prep: Prepared, run: Run | None) -> AppendedStep | None:
         """Start the appended step's span inside the recorded run; None without a run."""
         if run is None:
             return None
@@ -84,10 +83,10 @@ class Appender:
         span = self._tracer.start_span(
             A.tool_span_name(spec.name), context=parent, kind=SpanKind.INTERNAL, attributes=attrs
         )
-        return PendingStep(span, spec, self.capture)
+        return AppendedStep(span, spec, self.capture)
 
     def close(self) -> None:
         self._provider.shutdown()
 
 
-__all__ = ["Any", "Appender", "PendingStep"]
+__all__ = ["AppendedStep", "Appender"]

@@ -13,7 +13,7 @@ from typing import Any, Literal, NoReturn, get_args
 
 from otel_agent_replay.capture import usage_tokens
 from otel_agent_replay.comparison import ObservedCall, RunView
-from otel_agent_replay.core import DivergenceKind, ReplayDivergence, StepKind
+from otel_agent_replay.core import DivergenceKind, ReplayDivergence
 from otel_agent_replay.instrumentation import ToolSpec
 
 Counter = Literal[
@@ -133,7 +133,7 @@ class Ledger:
         """Count a call that ran live while recording; returns its position among all calls."""
         with self._lock:
             self._stats["steps"] += 1
-            if spec.kind == StepKind.LLM:
+            if spec.is_llm:
                 self._stats["live_model_calls"] += 1
             else:
                 self._stats["live_tool_calls"] += 1
@@ -177,7 +177,7 @@ class Ledger:
         """The calls served so far, and the last run's output, as a ``RunView``."""
         calls = []
         for spec, seq, args, result, error in list(self._observed):
-            inp, out = usage_tokens(result) if spec.kind == StepKind.LLM and error is None else (None, None)
+            inp, out = usage_tokens(result) if spec.is_llm and error is None else (None, None)
             calls.append(
                 ObservedCall(
                     kind=spec.kind,

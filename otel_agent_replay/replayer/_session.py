@@ -52,11 +52,13 @@ from otel_agent_replay.instrumentation import (
 )
 from otel_agent_replay.tape import Run, Step, Tape
 
-from ._append import Appender, PendingStep
+from ._append import AppendedStep, Appender
 from ._index import RunIndex, rebuild_exception, recorded_result
 from ._ledger import Divergence, Ledger, ReplayStats
 from ._messages import drift_error, miss_error, refused_error, unused_error
 from ._options import ReplayOptions
+
+_READ_ONLY = SideEffect.READ_ONLY
 
 
 class _ReplayRun:
@@ -104,6 +106,9 @@ class ReplaySession:
         self.recording = recording
         self.mode = options.record_mode
         self.spans = options.spans
+        self._models_live = options.model_policy == ModelPolicy.LIVE
+        self._stub_all = options.side_effect_policy == SideEffectPolicy.STUB
+        self._new_episodes = self.mode == RecordMode.NEW_EPISODES
         self.capture = Capture(redactor=options.redactor)
         self.ledger = Ledger()
         self._lock = threading.Lock()
@@ -267,7 +272,7 @@ class ReplaySession:
         step = start_step(spec, prep, _step_links(decision.step)) if self.spans else None
         pending = None
         if decision.how == "live":
-            self.ledger.bump("live_model_calls" if spec.kind == StepKind.LLM else "live_tool_calls")
+            self.ledger.bump("live_model_calls" if spec.is_llm else "live_tool_calls")
             appender = self._appender_for(decision, bound)
             if appender is not None:
                 pending = appender.start(spec, prep, bound.index.run if bound.index else None)
@@ -311,22 +316,18 @@ class ReplaySession:
 
     def _read_only(self, spec: ToolSpec) -> bool:
         declared = spec.side_effect or self.options.declared.get(spec.name)
-        return declared == SideEffect.READ_ONLY
+        return declared == _READ_ONLY
 
     def _decide(self, spec: ToolSpec, bound: _ReplayRun, prep: Prepared) -> _Decision:
         name = spec.name
         n = bound.position(name)
         seq = prep.ids.seq
         run_id = bound.recorded_id
-        if spec.kind == StepKind.LLM and self.options.model_policy == ModelPolicy.LIVE:
+        if spec.is_llm and self._models_live:
             self.ledger.bump("steps")
             return _Decision("live")
-        read_only = spec.kind == StepKind.LLM or self._read_only(spec)
-        if (
-            not read_only
-            and name not in self.options.stubbed
-            and self.options.side_effect_policy != SideEffectPolicy.STUB
-        ):
+        read_only = spec.is_llm or self._read_only(spec)
+        if not read_only and name not in self.options.stubbed and not self._stub_all:
             self.ledger.bump("steps", "refused_side_effects")
             declared = spec.side_effect or self.options.declared.get(name)
             self.ledger.fail(refused_error(name, declared, run_id), run_id, name, n, seq)
@@ -354,7 +355,7 @@ class ReplaySession:
             self.ledger.bump("steps", "tape_misses", "fallback_calls")
             return _Decision("fallback", fake=fake)
         self.ledger.bump("steps", "tape_misses")
-        if self.mode == RecordMode.NEW_EPISODES and read_only and spec.kind == StepKind.TOOL:
+        if self._new_episodes and read_only and not spec.is_llm:
             return _Decision("live", append=True)
         self.ledger.fail(miss_error(bound, spec, prep, n, self.mode, self.tape_path), run_id, name, n, seq)
 
@@ -464,7 +465,7 @@ class _Serving:
         prep: Prepared,
         decision: _Decision,
         step: StepInFlight | None,
-        pending: PendingStep | None,
+        pending: AppendedStep | None,
     ) -> None:
         self.session = session
         self.spec = spec

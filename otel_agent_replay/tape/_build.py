@@ -8,7 +8,7 @@ text, numbers and flags become text, decimal strings become integers.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -42,6 +42,10 @@ from otel_agent_replay.core.attributes import (
 from ._span import SpanRecord, int_or_none
 from ._values import Run, Step
 
+# The kinds as the plain strings a tape holds (an enum member's attribute lookup is slower).
+_LLM: Final = StepKind.LLM.value
+_UNDECLARED: Final = SideEffect.UNDECLARED.value
+
 __all__ = ["complete_run", "foreign_call_key", "incomplete_run", "make_step", "name_suffix", "text_or_none"]
 
 
@@ -57,14 +61,14 @@ def make_step(
 ) -> Step:
     """The ``Step`` of a step span whose run, seq, step id and call key are known."""
     get = record.attributes.get
-    result = get(MODEL_RESULT if kind == StepKind.LLM else GEN_AI_TOOL_CALL_RESULT)
+    result = get(MODEL_RESULT if kind == _LLM else GEN_AI_TOOL_CALL_RESULT)
     if result is not None and type(result) is not str:
         result = canonical_json(result)
     parent_step_id = get(PARENT_STEP_ID)
     if type(parent_step_id) is not str:
         parent_step_id = "" if parent_step_id is None else str(parent_step_id)
     side_effect = get(SIDE_EFFECT)
-    if side_effect == SideEffect.UNDECLARED:
+    if side_effect == _UNDECLARED:
         side_effect = None
     truncated = get(RESULT_TRUNCATED)
     return Step(

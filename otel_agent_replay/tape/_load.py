@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from operator import attrgetter
-from typing import Any
+from typing import Any, Final
 
 from otel_agent_replay.capture import canonical_json
 from otel_agent_replay.core import StepKind
@@ -55,6 +55,10 @@ from ._read import TapeReader, paused_gc
 from ._span import SpanRecord, int_or_none
 from ._values import Run, Step, Tape
 
+# The kinds as the plain strings a tape holds (an enum member's attribute lookup is slower).
+_TOOL: Final = StepKind.TOOL.value
+_LLM: Final = StepKind.LLM.value
+
 __all__ = ["SpanRecord", "iter_spans", "load_tape"]
 
 _SpanKey = tuple[str, str]  # (trace id, span id)
@@ -85,7 +89,7 @@ def iter_spans(path: str | os.PathLike[str]) -> Iterator[SpanRecord]:
 # --- spans → runs and steps ------------------------------------------------------
 
 
-class _PendingStep:
+class _StepAwaitingRun:
     """A step span that lacks some of our attributes (a foreign span): finished once its run is known."""
 
     __slots__ = ("args_json", "index", "kind", "record", "seq", "start_ns", "tool")
@@ -109,7 +113,7 @@ class _RunParts:
         self.first = first
         self.record: SpanRecord | None = None
         self.steps: list[Step] = []
-        self.pending: list[_PendingStep] = []
+        self.pending: list[_StepAwaitingRun] = []
 
 
 class _RunBuilder:
@@ -120,7 +124,7 @@ class _RunBuilder:
         self.runs: dict[str, _RunParts] = {}
         self.parents: dict[_SpanKey, str] = {}
         self.run_of_span: dict[_SpanKey, str] = {}
-        self.orphans: list[_PendingStep] = []  # foreign steps: their run is found once every span is read
+        self.orphans: list[_StepAwaitingRun] = []  # foreign steps: their run is found once every span is read
         self.step_lines: dict[_SpanKey, int] = {}
         self.without_arguments = 0
 
@@ -159,13 +163,13 @@ class _RunBuilder:
         if op is None:
             return
         if op == OP_EXECUTE_TOOL:
-            kind = StepKind.TOOL
+            kind = _TOOL
             args = attrs.get(GEN_AI_TOOL_CALL_ARGUMENTS)
             tool = attrs.get(GEN_AI_TOOL_NAME)
             if tool is None:
                 tool = name_suffix(record.name, OP_EXECUTE_TOOL)
-        elif op == OP_CHAT and attrs.get(KIND) == StepKind.LLM:
-            kind = StepKind.LLM
+        elif op == OP_CHAT and attrs.get(KIND) == _LLM:
+            kind = _LLM
             args = attrs.get(MODEL_ARGUMENTS)
             tool = attrs.get(FUNCTION)
             if tool is None:
@@ -213,7 +217,7 @@ class _RunBuilder:
                 make_step(kind, tool, args, seq, step_id, call_key, step_run, record)
             )
             return
-        pending = _PendingStep(index, kind, record, tool, args, seq)
+        pending = _StepAwaitingRun(index, kind, record, tool, args, seq)
         if type(step_run) is str and step_run:
             self._parts(step_run, index).pending.append(pending)
         else:
@@ -246,7 +250,7 @@ class _RecordedSteps:
                 self.by_span.add((step.trace_id, step.span_id, step.tool))
                 self.by_parent.add((step.trace_id, step.parent_span_id, step.tool))
 
-    def has_second_view(self, pending: _PendingStep) -> bool:
+    def has_second_view(self, pending: _StepAwaitingRun) -> bool:
         """Whether a foreign tool span is another instrumentation's view of a step we recorded.
 
         An application instrumented twice (a framework's GenAI instrumentation and ``@tool``)
@@ -291,7 +295,7 @@ def _ordered_steps(run_id: str, parts: _RunParts) -> tuple[Step, ...]:
     unnumbered = sorted((p for p in pending if p.seq is None), key=lambda p: (p.start_ns, p.index))
     for offset, p in enumerate(unnumbered, start=1):
         p.seq = top + offset  # foreign steps: numbered after any recorded seq, in start-time order
-    mixed: list[Step | _PendingStep] = [*steps, *pending]
+    mixed: list[Step | _StepAwaitingRun] = [*steps, *pending]
     mixed.sort(key=_seq_order)
     calls: dict[str, int] = {}
     out: list[Step] = []
