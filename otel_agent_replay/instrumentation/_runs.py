@@ -180,5 +180,7 @@ class agent_run(Scope[RunHandle, _Entered]):
         handle.set_output(result)
 
     def __call__(self, fn: F) -> F:
-        self._signature = inspect.signature(fn)
-        return super().__call__(fn)
+        # A copy per decorated function, so one agent_run(...) can decorate several functions.
+        bound = self._options()
+        bound._signature = inspect.signature(fn)
+        return Scope.__call__(bound, fn)

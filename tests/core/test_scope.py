@@ -52,3 +52,19 @@ def test_one_block_object_nests_with_its_own_state(tape: Path) -> None:
         look(2)
     assert first.run_id != second.run_id
     assert sorted(len(r.steps) for r in load_tape(tape).runs) == [1, 1]
+
+
+def test_one_agent_run_decorates_several_functions(tape: Path) -> None:
+    run = agent_run("shared")
+
+    @run
+    def first(a: int) -> int:
+        return look(a)
+
+    @run
+    def second(b: str, c: int = 1) -> int:
+        return look(c)
+
+    with record(tape):
+        assert first(1) == 2 and second("x") == 2
+    assert [r.input for r in load_tape(tape).runs] == [{"a": 1}, {"b": "x", "c": 1}]
