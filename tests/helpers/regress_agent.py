@@ -100,7 +100,7 @@ def record_v1(tape: Any, store: Store) -> list[str]:
         for order_id, sku, _ in CASES:
             assistant_v1(order_id, sku)
     runs = {s.input: s.session_id for s in store.sessions(agent_name=AGENT)}
-    for order_id, sku, tags in CASES:
+    for order_id, _sku, tags in CASES:
         session_id = next(sid for text, sid in runs.items() if text and f'"{order_id}"' in text)
         store.tag(session_id, *tags)
         ids.append(session_id)
