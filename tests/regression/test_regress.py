@@ -68,10 +68,11 @@ def test_regress_of_v2_counts_out_of_bounds_calls_and_stores_its_runs(
         v2 = store.sessions(agent_version="v2")
         assert len(v2) == 6
         assert all("orders" in s.tags for s in v2), "the new sessions keep the recorded sessions' tags"
-        calls = store.tool_calls(result.cases[0].session_id or "")
+        weathered = next(c for c in result.cases if c.out_of_bounds)
+        calls = store.tool_calls(weathered.session_id or "")
         oob = [c for c in calls if c.tool_name == "lookup_weather"]
         assert oob and oob[0].status == "error" and oob[0].error == "unexpected_tool_call"
-        evals = store.evals(result.cases[0].session_id or "")
+        evals = store.evals(weathered.session_id or "")
         assert {e.metric for e in evals} == {"tool_success", "no_out_of_bounds", "confirmed", "output_schema"}
         assert all(e.criteria_version == "c1" and e.judge_model is None for e in evals)
         report = report_rows(store, compare=("v1", "v2"), criteria_version="c1")
