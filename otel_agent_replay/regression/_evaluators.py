@@ -42,7 +42,7 @@ def _tool_calls(view: RunView) -> list[ObservedCall]:
 def _error_of(call: ObservedCall) -> str | None:
     """Why a tool call failed: its exception, or an ``{"error": "..."}`` answer (as the store counts it)."""
     if call.error is not None:
-        return call.error
+        return call.error.rsplit(".", 1)[-1]  # a tape has builtins.KeyError, a replay KeyError: one spelling
     result = call.result
     if isinstance(result, Mapping):
         error = result.get("error")
