@@ -20,6 +20,7 @@ import contextlib
 import os
 import tempfile
 import threading
+import uuid
 import warnings
 import weakref
 from contextvars import Token
@@ -92,7 +93,7 @@ class _StoreSink:
                 self.store.close()
 
     def _ingest(self, run_id: str, spans: list[ReadableSpan]) -> None:
-        path = Path(self._tmp.name) / f"{len(spans)}-{abs(hash(run_id)):x}.jsonl"
+        path = Path(self._tmp.name) / f"{uuid.uuid4().hex}.jsonl"  # runs may end in several threads at once
         try:
             exporter = TapeSpanExporter(path)
             exporter.export(spans)

@@ -8,9 +8,7 @@ from pathlib import Path
 import pytest
 from helpers import regress_agent as shop
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 
 from otel_agent_replay import ConfigurationError, TapeNotFoundError, regress, rescore
 from otel_agent_replay.core import attributes as A
@@ -19,23 +17,36 @@ from otel_agent_replay.store import golden, open_store, report_rows
 
 EVALUATORS = (tool_success(), no_out_of_bounds(), shop.confirmed, output_matches_schema(shop.OUTPUT_SCHEMA))
 
-_EXPORTER = InMemorySpanExporter()
+
+class _Collect(SpanProcessor):
+    """Keeps the spans that end while a test that asked for them runs (the SDK cannot remove a processor)."""
+
+    def __init__(self) -> None:
+        self.spans: list[ReadableSpan] | None = None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.spans is not None:
+            self.spans.append(span)
+
+
+_COLLECT = _Collect()
+_ADDED_TO: list[TracerProvider] = []
 
 
 @pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    """Every span ended while the test runs (an in-memory exporter on the SDK provider record() uses)."""
+def spans() -> Iterator[list[ReadableSpan]]:
+    """Every span ended while the test runs, from the SDK provider that record() uses."""
     provider = trace.get_tracer_provider()
     if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    provider = trace.get_tracer_provider()
+        trace.set_tracer_provider(TracerProvider())
+        provider = trace.get_tracer_provider()
     assert isinstance(provider, TracerProvider)
-    if not getattr(provider, "_test_memory", False):
-        provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
-        provider._test_memory = True  # type: ignore[attr-defined]
-    _EXPORTER.clear()
-    yield _EXPORTER
+    if provider not in _ADDED_TO:
+        provider.add_span_processor(_COLLECT)
+        _ADDED_TO.append(provider)
+    _COLLECT.spans = []
+    yield _COLLECT.spans
+    _COLLECT.spans = None
 
 
 @pytest.fixture
@@ -49,7 +60,7 @@ def golden_set(store_location: str, tmp_path: Path) -> Path:
 
 
 def test_regress_of_v2_counts_out_of_bounds_calls_and_stores_its_runs(
-    golden_set: Path, store_location: str, spans: InMemorySpanExporter
+    golden_set: Path, store_location: str, spans: list[ReadableSpan]
 ) -> None:
     result = regress(
         golden_set, shop.assistant_v2, agent_version="v2", store=store_location, evaluators=EVALUATORS,
@@ -80,7 +91,7 @@ def test_regress_of_v2_counts_out_of_bounds_calls_and_stores_its_runs(
     assert rows["v2"].out_of_bounds_calls == 5 and rows["v1"].out_of_bounds_calls == 0
     assert (rows["v2"].pass_rate or 0) < (rows["v1"].pass_rate or 0)
     # Each evaluation is a gen_ai.evaluation.result event on the evaluated run's span.
-    run_spans = [s for s in spans.get_finished_spans() if (s.attributes or {}).get(A.MODE) == A.MODE_REPLAY
+    run_spans = [s for s in spans if (s.attributes or {}).get(A.MODE) == A.MODE_REPLAY
                  and (s.attributes or {}).get(A.GEN_AI_OPERATION_NAME) == A.OP_INVOKE_AGENT]  # fmt: skip
     assert len(run_spans) == 6
     first = run_spans[0]
@@ -128,6 +139,12 @@ def test_rescore_adds_rows_under_new_criteria_and_leaves_the_sessions_alone(
         }
         c2 = [e for s in sessions for e in store.evals(s.session_id) if e.criteria_version == "c2"]
     assert len(c2) == 6 and {e.metric for e in c2} == {"mentions_order"}
+
+
+def test_models_live_runs_the_model_while_tools_stay_replayed(golden_set: Path, store_location: str) -> None:
+    result = regress(golden_set, shop.assistant_v1, agent_version="v1-live", store=store_location, models="live")
+    assert all(c.error is None and c.out_of_bounds == () for c in result.cases)
+    assert shop.RAN == ["plan"] * 6, "only the model ran; the tools and the confirmation were served"
 
 
 def test_bad_suites_and_broken_evaluators(tmp_path: Path, store_location: str) -> None:
