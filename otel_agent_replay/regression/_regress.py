@@ -14,7 +14,9 @@ When the new run ends, while its span is still open, its ``agent_replay.agent_ve
 ``agent_version``, the evaluators judge the replayed behaviour (a ``RunView``) and each evaluation
 is added to the span as a ``gen_ai.evaluation.result`` event, so it reaches the tape and any OTLP
 backend. The new run is then ingested into the store (with the recorded session's tags) and its
-evaluations written as ``eval_record`` rows.
+evaluations written as ``eval_record`` rows. Running ``regress`` again under the same
+``agent_version`` replaces that version's earlier run of each case (``Store.delete_session``), so
+a re-run never counts a case twice.
 
 The agent is called with the recorded input: a JSON object whose keys bind to the agent's
 parameters is passed as keyword arguments (what ``@agent_run`` records for a decorated function
@@ -283,10 +285,20 @@ def regress(
             run.agent_version for _, run in runs if run.agent_version and run.agent_version != agent_version
         )
         baseline = versions.most_common(1)[0][0] if versions else None
+        earlier: dict[str, list[str]] = {}
+        for s in db.sessions(agent_version=agent_version):
+            replayed = s.extra.get("replay_of")
+            if isinstance(replayed, str):
+                earlier.setdefault(replayed, []).append(s.session_id)
         cases = [
             _one(db, agent, source, run, tmp / f"run-{i}.jsonl", judges, agent_version, models, tag, criteria_version)
             for i, (source, run) in enumerate(runs)
         ]
+        for case in cases:
+            if case.session_id is not None:  # this version's earlier run of the case is replaced, not counted twice
+                for old in earlier.get(case.recorded_session, ()):
+                    if old != case.session_id:
+                        db.delete_session(old)
     return RegressResult(agent_version, baseline, criteria_version, tuple(cases))
 
 

@@ -109,6 +109,18 @@ def test_regress_of_v2_counts_out_of_bounds_calls_and_stores_its_runs(
     assert confirmed[A.EVALUATION_CRITERIA_VERSION] == "c1"
 
 
+def test_regress_again_under_the_same_version_replaces_its_earlier_runs(golden_set: Path, store_location: str) -> None:
+    first = regress(golden_set, shop.assistant_v2, agent_version="v2", store=store_location, evaluators=EVALUATORS)
+    with open_store(store_location) as store:
+        counts = store.counts()
+    second = regress(golden_set, shop.assistant_v2, agent_version="v2", store=store_location, evaluators=EVALUATORS)
+    with open_store(store_location) as store:
+        assert store.counts() == counts, "the same rows again, not twice as many"
+        assert {s.session_id for s in store.sessions(agent_version="v2")} == {c.session_id for c in second.cases}
+        assert store.delete_session(first.cases[0].session_id or "") is False  # already replaced
+        assert len(store.sessions(agent_version="v1")) == 6, "other versions are never touched"
+
+
 def test_regress_by_tag_takes_the_stored_sessions_and_an_llm_judge_is_stamped_with_its_model(
     golden_set: Path, store_location: str
 ) -> None:
