@@ -15,6 +15,7 @@ from otel_agent_replay.core import (
     ConfigurationError,
     DivergenceKind,
     EndpointError,
+    MissPolicy,
     ModelPolicy,
     OtlpWarning,
     RecordedToolError,
@@ -41,8 +42,9 @@ from otel_agent_replay.core import (
 )
 from otel_agent_replay.instrumentation import RunHandle, agent_run, model_call, tool
 from otel_agent_replay.recorder import Recording, record
+from otel_agent_replay.regression import RegressResult, regress, rescore
 from otel_agent_replay.replayer import Divergence, ReplayOptions, ReplaySession, ReplayStats, replay
-from otel_agent_replay.store import Store, open_store
+from otel_agent_replay.store import Evaluation, Store, open_store
 from otel_agent_replay.tape import Run, Step, StepError, Tape, load_tape
 
 __all__ = [
@@ -54,7 +56,9 @@ __all__ = [
     "Divergence",
     "DivergenceKind",
     "EndpointError",
+    "Evaluation",
     "Limits",
+    "MissPolicy",
     "ModelPolicy",
     "OtlpWarning",
     "Policy",
@@ -63,6 +67,7 @@ __all__ = [
     "Recording",
     "RecordingWarning",
     "Redactor",
+    "RegressResult",
     "ReplayDivergence",
     "ReplayError",
     "ReplayOptions",
@@ -97,6 +102,8 @@ __all__ = [
     "model_call",
     "open_store",
     "record",
+    "regress",
     "replay",
+    "rescore",
     "tool",
 ]

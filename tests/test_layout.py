@@ -24,6 +24,7 @@ LAYERS: tuple[str, ...] = (
     "instrumentation",
     "recorder",
     "replayer",
+    "regression",
     "pytest_plugin",
     "cli",
 )

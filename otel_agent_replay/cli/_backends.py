@@ -26,7 +26,8 @@ from otel_agent_replay.backends import (
     pull,
     push,
 )
-from otel_agent_replay.core import EndpointError
+from otel_agent_replay.core import EndpointError, StoreError
+from otel_agent_replay.store import open_store
 
 from ._output import dump_json
 
@@ -117,9 +118,18 @@ def _cmd_pull(args: argparse.Namespace, out: Console, err: Console) -> int:
         )
     except EndpointError as exc:
         return _failed(err, exc)
+    ingested = None
+    if args.db:
+        try:
+            with open_store(args.db) as store:
+                ingested = store.ingest(result.path)
+        except StoreError as exc:
+            err.print(f"[red]error:[/red] pulled into {escape(str(result.path))}, but {escape(str(exc))}")
+            return EXIT_ENDPOINT
     if args.json:
         dump_json(
             {
+                "ingested_sessions": None if ingested is None else ingested.sessions,
                 "path": str(result.path),
                 "api": result.api,
                 "traces": result.traces,
@@ -137,6 +147,8 @@ def _cmd_pull(args: argparse.Namespace, out: Console, err: Console) -> int:
     )
     if result.redacted:
         out.print(f"redacted {result.redacted} value(s) on the way in")
+    if ingested is not None:
+        out.print(f"ingested {ingested.sessions} session(s), {ingested.tool_calls} tool call(s) into {escape(args.db)}")
     out.print(f"replay it, or look at it with: otel-agent-replay show {escape(str(result.path))}")
     return 0
 
@@ -195,5 +207,10 @@ def register(sub: Any) -> None:
     )
     pull_cmd.add_argument("-o", "--out", required=True, metavar="TAPE", help="the tape to write (replaced)")
     pull_cmd.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default: 10)")
+    pull_cmd.add_argument(
+        "--db",
+        metavar="PATH_OR_URL",
+        help="also ingest what was pulled into this evidence store (SQLite or postgresql://)",
+    )
     pull_cmd.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
     pull_cmd.set_defaults(handler=_cmd_pull)

@@ -1,4 +1,5 @@
-"""The ``otel-agent-replay`` command: ``show``, ``demo``; ``diff``, ``stats``, ``check`` (cli_regress).
+"""The ``otel-agent-replay`` command: ``show``, ``demo``; ``diff``, ``stats``, ``check`` (``_regress``);
+``push``, ``pull`` (``_backends``); ``ingest``, ``report``, ``golden`` (``_store``); ``regress`` (``_regression``).
 
 ``main(argv) -> int`` is the whole command, so it is tested by calling it.
 """
@@ -19,7 +20,7 @@ from rich.tree import Tree
 from otel_agent_replay.core import AgentReplayError
 from otel_agent_replay.tape import Run, Step, Tape, load_tape
 
-from . import _backends, _regress
+from . import _backends, _regress, _regression, _store
 from ._output import dump_json
 
 SHORT = 60
@@ -167,6 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(handler=_cmd_demo)
     _regress.register(sub)
     _backends.register(sub)
+    _store.register(sub)
+    _regression.register(sub)
     return parser
 
 

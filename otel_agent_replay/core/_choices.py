@@ -74,16 +74,27 @@ class StalePolicy(Choice):
     ERROR = "error"
 
 
+class MissPolicy(Choice):
+    """What a replay does with a tool call the tape does not have (a miss)."""
+
+    RAISE = "raise"
+    """Fail with ``TapeMiss`` (strict)."""
+    ERROR_RESULT = "error_result"
+    """Answer ``{"error": "unexpected_tool_call", "tool": name}`` and go on: an out-of-bounds replay."""
+
+
 class DivergenceKind(Choice):
     """One vocabulary for what differs: a replay's report and ``compare``'s differences.
 
-    A replay reports ``drift``, ``miss``, ``refused``, ``unused``, ``stale``, ``expired`` and
-    ``run_count``; ``compare`` reports ``run_count`` and the kinds from ``task`` to ``output``,
+    A replay reports ``drift``, ``miss``, ``out_of_bounds``, ``refused``, ``unused``, ``stale``,
+    ``expired`` and ``run_count``; ``compare`` reports ``run_count`` and the kinds from ``task`` to ``output``,
     in the order listed (behaviour before data).
     """
 
     DRIFT = "drift"
     MISS = "miss"
+    OUT_OF_BOUNDS = "out_of_bounds"
+    """A miss answered with an ``unexpected_tool_call`` error result (``on_miss="error_result"``)."""
     REFUSED = "refused"
     UNUSED = "unused"
     STALE = "stale"
@@ -107,6 +118,7 @@ SideEffectName = Literal["read_only", "write", "external"]
 SideEffectPolicyName = Literal["refuse", "stub"]
 ModelPolicyName = Literal["tape", "live"]
 StalePolicyName = Literal["warn", "error"]
+MissPolicyName = Literal["raise", "error_result"]
 
 C = TypeVar("C", bound=Choice)
 

@@ -162,9 +162,11 @@ class agent_run(Scope[RunHandle, _Entered]):
         finally:
             for step in reversed(undo):
                 step()
-            state.span.end()
-            if session is not None and state.replay is not None:
-                session.end_run(handle.output)
+            try:
+                if session is not None and state.replay is not None:
+                    session.end_run(handle.output, state.span)  # the span is still open: events may go on it
+            finally:
+                state.span.end()
 
     def _for_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> agent_run:
         """As a decorator, each call is a new run whose input is the call's bound arguments."""

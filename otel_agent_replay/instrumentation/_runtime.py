@@ -127,7 +127,9 @@ class ReplayHook(Protocol):
 
     def begin_run(self, agent_name: str, run_id: str) -> tuple[dict[str, Any], list[Link], object]: ...
 
-    def end_run(self, output: object) -> None: ...
+    def end_run(self, output: object, span: Span) -> None:
+        """The run ends with ``output``; its ``span`` is still open (it ends right after)."""
+        ...
 
 
 current_replay: ContextVar[ReplayHook | None] = ContextVar("agent_replay_replay", default=None)

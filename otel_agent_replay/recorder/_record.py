@@ -6,6 +6,9 @@ One such processor (the router) is added once to the application's tracer provid
 and sends each span to the recording its run was started in; the provider is never
 replaced. When the application has no SDK provider, ``record`` sets one up.
 
+With ``store=`` each run is also ingested into an evidence store as it finishes (see
+``_StoreSink``): a store that fails never fails the agent; the tape keeps everything.
+
 The recording's spans can also go to an OTLP endpoint (``otlp=``, or the
 ``OTEL_EXPORTER_OTLP_*`` variables when ``record`` set up the provider): see ``otlp``. That
 side is batched and bounded, and never holds up the tape or the agent.
@@ -13,12 +16,16 @@ side is batched and bounded, and never holds up the tape or the agent.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 import threading
+import uuid
 import warnings
 import weakref
 from contextvars import Token
 from pathlib import Path
+from typing import Union
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -31,20 +38,105 @@ from otel_agent_replay.capture import DEFAULT_REDACTOR, BlobStore, Capture, Limi
 from otel_agent_replay.core import ConfigurationError, OtlpWarning, RecordingWarning, Scope
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import current_recording
+from otel_agent_replay.store import Store, open_store
+from otel_agent_replay.tape import Tape, load_tape
+
+StoreOption = Union[Store, str, "os.PathLike[str]", None]
+"""``record(store=...)``: a ``Store``, a SQLite path or a ``postgresql://`` URL, or None."""
+
+
+class _StoreSink:
+    """Ingests each run of a recording into an evidence store when its run span ends.
+
+    A run's spans are kept in memory until its run span ends, then written to a temporary tape,
+    loaded as the loader reads any tape, and ingested (idempotent). Spans left when the recording
+    closes (a run still open, a step that ended after its run) are ingested then. Any failure is a
+    ``RecordingWarning`` naming the run and the command that ingests the tape later.
+    """
+
+    def __init__(self, store: Store, owned: bool, tape: Path) -> None:
+        self.store = store
+        self.owned = owned
+        self.tape = tape
+        self.ingested = 0
+        """Runs ingested so far."""
+        self.failures = 0
+        self._spans: dict[str, list[ReadableSpan]] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        self._tmp = tempfile.TemporaryDirectory(prefix="otel-agent-replay-ingest-")
+
+    def on_end(self, span: ReadableSpan) -> None:
+        attrs = span.attributes or {}
+        run_id = attrs.get(A.RUN_ID)
+        if not isinstance(run_id, str):
+            return  # a user's own span inside a tool: on the tape, not a row of the store
+        with self._lock:
+            if self._closed:
+                return  # a run that outlived its recording: the tape's exporter has closed too
+            self._spans.setdefault(run_id, []).append(span)
+            if attrs.get(A.GEN_AI_OPERATION_NAME) != A.OP_INVOKE_AGENT:
+                return
+            spans = self._spans.pop(run_id)
+        self._ingest(run_id, spans)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            left = list(self._spans.items())
+            self._spans.clear()
+        for run_id, spans in left:
+            self._ingest(run_id, spans)
+        self._tmp.cleanup()
+        if self.owned:
+            with contextlib.suppress(Exception):  # closing a broken store must not fail the recording
+                self.store.close()
+
+    def _ingest(self, run_id: str, spans: list[ReadableSpan]) -> None:
+        path = Path(self._tmp.name) / f"{uuid.uuid4().hex}.jsonl"  # runs may end in several threads at once
+        try:
+            exporter = TapeSpanExporter(path)
+            exporter.export(spans)
+            exporter.shutdown()
+            loaded = load_tape(path)
+            self.store.ingest(Tape(str(self.tape), loaded.runs, loaded.warnings))
+            self.ingested += 1
+        except Exception as exc:
+            self.failures += 1
+            warnings.warn(
+                f"run {run_id} could not be ingested into the evidence store {self.store.location!r}: "
+                f"{type(exc).__name__}: {str(exc).rstrip('.')}. The tape {self.tape} has it; ingest it later with: "
+                f"otel-agent-replay ingest {self.tape} --db {self.store.location}",
+                RecordingWarning,
+                stacklevel=2,
+            )
+        finally:
+            path.unlink(missing_ok=True)
 
 
 class Recording:
     """An open recording: where its spans go and how values are captured."""
 
     def __init__(
-        self, path: Path, exporter: TapeSpanExporter, capture: Capture, otlp: OtlpProcessor | None = None
+        self,
+        path: Path,
+        exporter: TapeSpanExporter,
+        capture: Capture,
+        otlp: OtlpProcessor | None = None,
+        sink: _StoreSink | None = None,
     ) -> None:
         self.path = path
         self.exporter = exporter
         self.capture = capture
         self.otlp = otlp
         """The OTLP side of this recording, or None when its spans go to the tape only."""
+        self.sink = sink
         self.open = True
+
+    @property
+    def store(self) -> Store | None:
+        """The evidence store each finished run is ingested into (``record(store=...)``), or None."""
+        return None if self.sink is None else self.sink.store
 
     @property
     def stats(self) -> ExporterStats:
@@ -61,6 +153,8 @@ class Recording:
         self.exporter.export((span,))
         if self.otlp is not None:
             self.otlp.on_end(span)
+        if self.sink is not None:
+            self.sink.on_end(span)
 
 
 class _Router(SpanProcessor):
@@ -151,6 +245,11 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
     On exit the OTLP side is flushed for at most ``otlp_flush_timeout`` seconds (at once when
     the endpoint refuses connections); spans it could not send are counted in
     ``Recording.otlp_stats`` and reported with an ``OtlpWarning``.
+
+    ``store`` (a ``Store``, a SQLite path or a ``postgresql://`` URL) ingests each run into that
+    evidence store as its run span ends (idempotent, as ``Store.ingest``); a store given as a
+    path or URL is opened on entry and closed on exit. A store that cannot be opened or written
+    never raises into the agent: a ``RecordingWarning`` says what failed, and the tape has the run.
     """
 
     def __init__(
@@ -166,8 +265,12 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         otlp: OtlpOption = None,
         otlp_content: bool | None = None,
         otlp_flush_timeout: float = 5.0,
+        store: StoreOption = None,
     ) -> None:
         super().__init__()
+        if store is not None and not isinstance(store, (Store, str, os.PathLike)):
+            raise ConfigurationError(f"record(store={store!r}): give a Store, a SQLite path or a postgresql:// URL")
+        self.store = store
         self.path = Path(path)
         if self.path.is_dir():
             raise ConfigurationError(f"record({str(path)!r}): that is a folder; give the tape's file path")
@@ -197,9 +300,27 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
             flush_timeout=self.otlp_flush_timeout,
         )
         exporter = TapeSpanExporter(self.path, fsync=self.fsync)
-        rec = Recording(self.path, exporter, self.capture, otlp)
+        rec = Recording(self.path, exporter, self.capture, otlp, self._sink())
         token = current_recording.set(rec)
         return rec, (rec, token)
+
+    def _sink(self) -> _StoreSink | None:
+        if self.store is None:
+            return None
+        if isinstance(self.store, Store):
+            return _StoreSink(self.store, False, self.path)
+        try:
+            return _StoreSink(open_store(self.store), True, self.path)
+        except Exception as exc:
+            warnings.warn(
+                f"record({str(self.path)!r}, store={os.fspath(self.store)!r}): the evidence store could not be "
+                f"opened ({type(exc).__name__}: {str(exc).rstrip('.')}); recording to the tape only. "
+                "Ingest it later with: "
+                f"otel-agent-replay ingest {self.path} --db {os.fspath(self.store)}",
+                RecordingWarning,
+                stacklevel=4,
+            )
+            return None
 
     def _stop(self, entered: tuple[Recording, Token[object | None]], error: BaseException | None) -> None:
         rec, token = entered
@@ -207,6 +328,8 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         rec.open = False
         rec.exporter.force_flush()
         rec.exporter.shutdown()
+        if rec.sink is not None:
+            rec.sink.close()
         lost = rec.stats.spans_dropped
         if lost:
             warnings.warn(

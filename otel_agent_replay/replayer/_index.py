@@ -47,6 +47,11 @@ class RunIndex:
                     return step
             return None
 
+    def has(self, call_key: str) -> bool:
+        """Whether an unconsumed step has this key (a hit), without consuming it."""
+        with self._lock:
+            return any(id(step) not in self._consumed for step in self._by_key.get(call_key, ()))
+
     def at_position(self, tool: str, n: int) -> Step | None:
         """The tool's nth recorded call (1-based) if it is still unconsumed, else None."""
         with self._lock:

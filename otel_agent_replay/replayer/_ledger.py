@@ -31,6 +31,7 @@ Counter = Literal[
     "unused_entries",
     "stale_steps",
     "runs_replayed",
+    "out_of_bounds_calls",
 ]
 """The name of a replay counter, as ``stats[...]`` spells it (a contract: ``stats["live_tool_calls"]``)."""
 
@@ -67,6 +68,8 @@ class ReplayStats(Mapping[str, Any]):
     """Recorded steps never asked for (``unused_entries``)."""
     stale_steps: int = 0
     runs_replayed: int = 0
+    out_of_bounds_calls: int = 0
+    """Misses answered with an ``unexpected_tool_call`` error result (``on_miss="error_result"``)."""
 
     def __getitem__(self, key: str) -> Any:
         name = _FIELD_OF.get(key)
@@ -97,7 +100,7 @@ class Divergence:
     """One way the replayed behaviour differed from the recording (an entry of ``ReplaySession.report``)."""
 
     kind: DivergenceKind
-    """``drift``, ``miss``, ``refused``, ``unused``, ``stale``, ``expired`` or ``run_count``."""
+    """``drift``, ``miss``, ``out_of_bounds``, ``refused``, ``unused``, ``stale``, ``expired`` or ``run_count``."""
     run_id: str
     """The recorded run's id ("" when there was none to replay)."""
     tool: str

@@ -13,6 +13,8 @@ from otel_agent_replay.capture import DEFAULT_REDACTOR, Redactor
 from otel_agent_replay.core import (
     DECLARABLE_SIDE_EFFECTS,
     ConfigurationError,
+    MissPolicy,
+    MissPolicyName,
     ModelPolicy,
     ModelPolicyName,
     RecordMode,
@@ -68,6 +70,10 @@ class ReplayOptions:
     """``warn`` or ``error`` when a tool's version changed since recording."""
     redactor: Redactor = DEFAULT_REDACTOR
     """The redactor the tape was recorded with (live arguments are redacted the same way)."""
+    on_miss: MissPolicy | MissPolicyName = MissPolicy.RAISE
+    """``raise`` (``TapeMiss``) or ``error_result``: a tool call the tape does not have is answered
+    ``{"error": "unexpected_tool_call", "tool": name}`` (the tool never runs) and counted in
+    ``out_of_bounds_calls``; the replay goes on and does not fail on it. Drift stays drift."""
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # normalising in a frozen dataclass
@@ -75,6 +81,7 @@ class ReplayOptions:
         put(self, "side_effects", choice(SideEffectPolicy, self.side_effects, "replay", "side_effects"))
         put(self, "models", choice(ModelPolicy, self.models, "replay", "models"))
         put(self, "stale_versions", choice(StalePolicy, self.stale_versions, "replay", "stale_versions"))
+        put(self, "on_miss", choice(MissPolicy, self.on_miss, "replay", "on_miss"))
         put(self, "stub", frozenset((self.stub,) if isinstance(self.stub, str) else self.stub))
         put(self, "fallbacks", MappingProxyType(dict(self.fallbacks)))
         put(self, "overrides", MappingProxyType(dict(self.overrides)))
@@ -109,6 +116,11 @@ class ReplayOptions:
     def stale_policy(self) -> StalePolicy:
         """``stale_versions`` as a ``StalePolicy``."""
         return cast(StalePolicy, self.stale_versions)
+
+    @property
+    def miss_policy(self) -> MissPolicy:
+        """``on_miss`` as a ``MissPolicy``."""
+        return cast(MissPolicy, self.on_miss)
 
     @property
     def declared(self) -> Mapping[str, SideEffect]:

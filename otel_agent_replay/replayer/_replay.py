@@ -20,6 +20,8 @@ from typing import Any
 from otel_agent_replay.capture import Redactor
 from otel_agent_replay.core import (
     ConfigurationError,
+    MissPolicy,
+    MissPolicyName,
     ModelPolicy,
     ModelPolicyName,
     RecordMode,
@@ -87,6 +89,9 @@ class replay(Scope[ReplaySession, _Entered]):
     :param declare: side effects for tools that declared none.
     :param stale_versions: ``"error"`` fails on a tool whose version changed (default ``"warn"``).
     :param redactor: the redactor the tape was recorded with.
+    :param on_miss: ``"error_result"`` answers a tool call the tape does not have with
+        ``{"error": "unexpected_tool_call", "tool": name}`` instead of raising ``TapeMiss``
+        (an out-of-bounds replay: counted in ``out_of_bounds_calls``; the tool never runs).
     """
 
     def __init__(
@@ -108,6 +113,7 @@ class replay(Scope[ReplaySession, _Entered]):
         declare: Mapping[str, SideEffect | SideEffectName] | None = None,
         stale_versions: StalePolicy | StalePolicyName | None = None,
         redactor: Redactor | None = None,
+        on_miss: MissPolicy | MissPolicyName | None = None,
     ) -> None:
         super().__init__()
         given = {
@@ -125,6 +131,7 @@ class replay(Scope[ReplaySession, _Entered]):
             "declare": declare,
             "stale_versions": stale_versions,
             "redactor": redactor,
+            "on_miss": on_miss,
         }
         if options is not None and not isinstance(options, ReplayOptions):
             raise ConfigurationError(f"replay(options={options!r}): give a ReplayOptions (or use the keywords)")

@@ -16,13 +16,14 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry.trace import INVALID_SPAN, Link, SpanContext, TraceFlags
+from opentelemetry.trace import INVALID_SPAN, Link, Span, SpanContext, TraceFlags
 
 from otel_agent_replay.capture import Capture, CapturedResult, capture_args
 from otel_agent_replay.comparison import RunView
 from otel_agent_replay.core import (
     ConfigurationError,
     DivergenceKind,
+    MissPolicy,
     ModelPolicy,
     RecordMode,
     ReplayDivergence,
@@ -50,6 +51,7 @@ from otel_agent_replay.instrumentation import (
     start_step,
     tool_spec,
 )
+from otel_agent_replay.store import OUT_OF_BOUNDS
 from otel_agent_replay.tape import Run, Step, Tape
 
 from ._append import AppendedStep, Appender
@@ -84,7 +86,8 @@ class _ReplayRun:
 @dataclass(frozen=True, slots=True)
 class _Decision:
     how: str
-    """``tape`` (serve a recorded step), ``fallback`` (the user's fake) or ``live`` (run it)."""
+    """``tape`` (serve a recorded step), ``fallback`` (the user's fake), ``live`` (run it) or
+    ``out_of_bounds`` (answer the ``unexpected_tool_call`` error result)."""
     step: Step | None = None
     override: Any = None
     has_override: bool = False
@@ -109,6 +112,7 @@ class ReplaySession:
         self._models_live = options.model_policy == ModelPolicy.LIVE
         self._stub_all = options.side_effect_policy == SideEffectPolicy.STUB
         self._new_episodes = self.mode == RecordMode.NEW_EPISODES
+        self._out_of_bounds = options.miss_policy == MissPolicy.ERROR_RESULT
         self.capture = Capture(redactor=options.redactor)
         self.ledger = Ledger()
         self._lock = threading.Lock()
@@ -117,6 +121,9 @@ class ReplaySession:
         self._implicit: _ReplayRun | None = None
         self._appender: Appender | None = None
         self.closed = False
+        self.on_run_end: Callable[[Span, object], None] | None = None
+        """Called with the run span (still open: attributes and events may go on it) and the output
+        as each replayed run ends; the regression run evaluates there."""
 
     # --- the handle ------------------------------------------------------------------
 
@@ -129,6 +136,11 @@ class ReplaySession:
     def report(self) -> tuple[Divergence, ...]:
         """Every divergence so far, in the order it happened."""
         return self.ledger.report()
+
+    @property
+    def out_of_bounds(self) -> tuple[str, ...]:
+        """The tools whose calls were answered out of bounds (``on_miss="error_result"``), in order."""
+        return tuple(d.tool for d in self.ledger.report() if d.kind == DivergenceKind.OUT_OF_BOUNDS)
 
     def view(self) -> RunView:
         """The replayed behaviour so far, for assertions (``tools_called``, ``called_with`` …)."""
@@ -205,9 +217,11 @@ class ReplaySession:
         attrs: dict[str, Any] = {A.MODE: A.MODE_REPLAY, A.REPLAY_OF: recorded.run_id}
         return attrs, _links(recorded.trace_id, recorded.span_id), bound
 
-    def end_run(self, output: object) -> None:
-        """Learn a run's output (``view()`` shows the last one)."""
+    def end_run(self, output: object, span: Span) -> None:
+        """Learn a run's output (``view()`` shows the last one); then ``on_run_end``, if set."""
         self.ledger.add_output(output)
+        if self.on_run_end is not None:
+            self.on_run_end(span, output)
 
     def _index(self, run: Run) -> RunIndex:
         return RunIndex(run, include_models=self.options.model_policy == ModelPolicy.TAPE)
@@ -328,6 +342,8 @@ class ReplaySession:
             return _Decision("live")
         read_only = spec.is_llm or self._read_only(spec)
         if not read_only and name not in self.options.stubbed and not self._stub_all:
+            if self._out_of_bounds and self._is_miss(bound, name, n, prep.captured.call_key):
+                return self._answer_out_of_bounds(name, run_id, n, seq)
             self.ledger.bump("steps", "refused_side_effects")
             declared = spec.side_effect or self.options.declared.get(name)
             self.ledger.fail(refused_error(name, declared, run_id), run_id, name, n, seq)
@@ -354,10 +370,28 @@ class ReplaySession:
         if fake is not None:
             self.ledger.bump("steps", "tape_misses", "fallback_calls")
             return _Decision("fallback", fake=fake)
-        self.ledger.bump("steps", "tape_misses")
         if self._new_episodes and read_only and not spec.is_llm:
+            self.ledger.bump("steps", "tape_misses")
             return _Decision("live", append=True)
+        if self._out_of_bounds and not spec.is_llm:
+            return self._answer_out_of_bounds(name, run_id, n, seq)
+        self.ledger.bump("steps", "tape_misses")
         self.ledger.fail(miss_error(bound, spec, prep, n, self.mode, self.tape_path), run_id, name, n, seq)
+
+    @staticmethod
+    def _is_miss(bound: _ReplayRun, name: str, n: int, call_key: str) -> bool:
+        """Neither a hit nor drift: the tape has no such call (looked up without consuming)."""
+        index = bound.index
+        return index is None or (not index.has(call_key) and index.at_position(name, n) is None)
+
+    def _answer_out_of_bounds(self, name: str, run_id: str, n: int, seq: int) -> _Decision:
+        self.ledger.bump("steps", "tape_misses", "out_of_bounds_calls")
+        message = (
+            f"{name} (call {n}, seq {seq}) is not on the tape: answered {{'error': {OUT_OF_BOUNDS!r}}} "
+            "(on_miss='error_result')"
+        )
+        self.ledger.diverge(DivergenceKind.OUT_OF_BOUNDS, run_id, name, n, seq, message)
+        return _Decision("out_of_bounds", override={"error": OUT_OF_BOUNDS, "tool": name})
 
     def _override(self, name: str, n: int) -> Any:
         overrides = self.options.overrides
@@ -476,8 +510,11 @@ class _Serving:
 
     def invoke(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The recorded result (or exception), or what the fake or the live function returns."""
-        if self.decision.how == "tape":
+        how = self.decision.how
+        if how == "tape":
             return self.session._from_tape(self.decision)
+        if how == "out_of_bounds":
+            return dict(self.decision.override)
         return (self.decision.fake or fn)(*args, **kwargs)
 
     def fail(self, exc: BaseException) -> None:

@@ -210,6 +210,14 @@ class Store:
         with self._backend.write() as tx:
             write_tags(tx, [session_id], normalise_tags(tags))
 
+    def delete_session(self, session_id: str) -> bool:
+        """Remove a session and everything of it (messages, tool calls, evaluations, tags, spans); False if absent."""
+        with self._backend.write() as tx:
+            found = bool(tx.fetchall("SELECT 1 FROM agent_session WHERE session_id = ?", (session_id,)))
+            if found:
+                tx.execute("DELETE FROM agent_session WHERE session_id = ?", (session_id,))
+        return found
+
     def add_eval(
         self,
         session_id: str,

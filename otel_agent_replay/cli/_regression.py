@@ -1,0 +1,253 @@
+"""``regress``: run a new agent version on a golden set offline, judge it, store it, compare it with the last.
+
+``--agent module:function`` and ``--evaluator module:function`` are imported because the user
+named them on the command line (the current folder is importable, as with ``python -m``); tape
+data never names anything to import. ``--evaluator tool_success`` and ``no_out_of_bounds`` are
+the built-in rules by name. ``--rescore`` judges stored sessions again under
+``--criteria-version`` without running any agent.
+
+Exit status: 0 done; 1 a metric regressed past a ``--threshold``; 2 a usage, option, import or
+tape error; 3 the evidence store could not be opened, read or written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from otel_agent_replay.core import ConfigurationError
+from otel_agent_replay.regression import Evaluator, RegressResult, no_out_of_bounds, regress, rescore, tool_success
+from otel_agent_replay.store import Store, report_rows
+
+from ._output import dump_json
+from ._store import DB_HELP, STORE_EPILOG, print_report, with_store
+
+BUILT_IN: dict[str, Callable[[], Evaluator]] = {"tool_success": tool_success, "no_out_of_bounds": no_out_of_bounds}
+
+
+def load_callable(spec: str, what: str) -> Callable[..., Any]:
+    """``module:function`` (``module:object.attribute`` too) imported and checked callable."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigurationError(f"{what} {spec!r}: write module:function (e.g. myproject.agent:run)")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # the user's project, as python -m would see it
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigurationError(f"{what} {spec!r}: cannot import {module_name!r}: {exc}") from None
+    for part in attr.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise ConfigurationError(f"{what} {spec!r}: {module_name!r} has no {attr!r}") from None
+    if not callable(target):
+        raise ConfigurationError(f"{what} {spec!r}: {attr!r} is a {type(target).__name__}, not a function")
+    return target  # type: ignore[no-any-return]
+
+
+def _evaluators(specs: list[str] | None) -> list[Evaluator]:
+    out: list[Evaluator] = []
+    for spec in specs or ():
+        if spec in BUILT_IN:
+            out.append(BUILT_IN[spec]())
+        else:
+            out.append(load_callable(spec, "--evaluator"))
+    return out
+
+
+def _case_json(result: RegressResult) -> list[dict[str, Any]]:
+    return [
+        {
+            "recorded_session": c.recorded_session,
+            "tape": c.tape,
+            "session_id": c.session_id,
+            "status": c.status,
+            "passed": c.passed,
+            "out_of_bounds": list(c.out_of_bounds),
+            "error": c.error,
+            "problems": list(c.problems),
+            "evaluations": [
+                {"metric": e.metric, "score": e.score, "passed": e.passed, "explanation": e.explanation}
+                for e in c.evaluations
+            ],
+        }
+        for c in result.cases
+    ]
+
+
+def _cmd_regress(args: argparse.Namespace, out: Console, err: Console) -> int:
+    if args.threshold and args.rescore:
+        err.print("[red]error:[/red] --threshold goes with a regression run, not --rescore (use report --compare)")
+        return 2
+    evaluators = _evaluators(args.evaluator)
+    if args.rescore:
+        return _rescore(args, evaluators, out, err)
+    if not args.agent or not args.agent_version:
+        err.print("[red]error:[/red] regress needs --agent module:function and --agent-version V (or --rescore)")
+        return 2
+    if args.suite is None and args.tag is None:
+        err.print(
+            "[red]error:[/red] regress needs a SUITE folder of tapes (see golden), or --tag T for stored sessions"
+        )
+        return 2
+    agent = load_callable(args.agent, "--agent")
+
+    def work(store: Store) -> int:
+        result = regress(
+            args.suite,
+            agent,
+            agent_version=args.agent_version,
+            store=store,
+            evaluators=evaluators,
+            models=args.models,
+            tag=args.tag,
+            criteria_version=args.criteria_version,
+        )
+        if args.json:
+            dump_json(
+                {
+                    "agent_version": result.agent_version,
+                    "baseline": result.baseline,
+                    "criteria_version": result.criteria_version,
+                    "out_of_bounds_calls": result.out_of_bounds_calls,
+                    "cases": _case_json(result),
+                }
+            )
+        else:
+            _print_cases(result, out)
+        if result.baseline is None:
+            if not args.json:
+                out.print("no earlier version among the recorded sessions: nothing to compare with")
+            return 0
+        if args.json:
+            return 0 if not args.threshold else _regressed_quietly(store, args, result)
+        out.print("")
+        return print_report(
+            store,
+            out,
+            compare=(result.baseline, result.agent_version),
+            thresholds=args.threshold,
+            criteria_version=args.criteria_version,
+        )
+
+    return with_store(args, err, work)
+
+
+def _regressed_quietly(store: Store, args: argparse.Namespace, result: RegressResult) -> int:
+    assert result.baseline is not None
+    report = report_rows(
+        store,
+        compare=(result.baseline, result.agent_version),
+        thresholds=args.threshold,
+        criteria_version=args.criteria_version,
+    )
+    return 1 if report.regressed else 0
+
+
+def _print_cases(result: RegressResult, out: Console) -> None:
+    out.print(
+        f"[bold]regress[/bold] {escape(result.agent_version)} on {len(result.cases)} recorded session(s)"
+        f"{' (baseline ' + escape(result.baseline) + ')' if result.baseline else ''}: "
+        f"{len(result.cases) - len(result.failed)} passed, {len(result.failed)} failed, "
+        f"{result.out_of_bounds_calls} out-of-bounds call(s)"
+    )
+    for c in result.cases:
+        mark = "[green]pass[/green]" if c.passed else "[red]fail[/red]"
+        oob = f"  out of bounds: {escape(', '.join(c.out_of_bounds))}" if c.out_of_bounds else ""
+        out.print(f"  {mark} {escape(c.recorded_session)} → {escape(c.session_id or '-')} ({c.status}){oob}")
+        for e in c.evaluations:
+            if e.passed is False:
+                out.print(f"      {escape(e.metric)}: {escape(e.explanation or 'failed')}")
+        if c.error:
+            out.print(f"      [yellow]{escape(c.error.splitlines()[0])}[/yellow]")
+        for problem in c.problems:
+            out.print(f"      [yellow]{escape(problem)}[/yellow]")
+
+
+def _rescore(args: argparse.Namespace, evaluators: list[Evaluator], out: Console, err: Console) -> int:
+    if not args.criteria_version:
+        err.print("[red]error:[/red] --rescore needs --criteria-version X: the version of the new criteria")
+        return 2
+    if not evaluators:
+        err.print("[red]error:[/red] --rescore needs at least one --evaluator")
+        return 2
+    if args.suite is not None or args.agent:
+        err.print(
+            "[red]error:[/red] --rescore runs no agent: give no SUITE or --agent; select sessions with --tag "
+            "and --agent-version"
+        )
+        return 2
+
+    def work(store: Store) -> int:
+        rescored = rescore(
+            store, evaluators, criteria_version=args.criteria_version, tag=args.tag, agent_version=args.agent_version
+        )
+        rows = sum(len(r.evaluations) for r in rescored)
+        if args.json:
+            dump_json(
+                {
+                    "criteria_version": args.criteria_version,
+                    "sessions": len(rescored),
+                    "eval_rows": rows,
+                    "problems": [p for r in rescored for p in r.problems],
+                }
+            )
+            return 0
+        out.print(
+            f"rescored {len(rescored)} stored session(s) under criteria {escape(args.criteria_version)}: "
+            f"{rows} evaluation row(s) written, sessions untouched"
+        )
+        for problem in {p for r in rescored for p in r.problems}:
+            err.print(f"[yellow]warning:[/yellow] {escape(problem)}")
+        out.print(
+            f"compare versions under these criteria with: otel-agent-replay report --db {escape(args.db)} "
+            f"--criteria-version {escape(args.criteria_version)}"
+        )
+        return 0
+
+    return with_store(args, err, work)
+
+
+def register(sub: Any) -> None:
+    """Add ``regress`` to the command's subparsers."""
+    cmd = sub.add_parser(
+        "regress",
+        help="run a new agent version on recorded sessions offline (tools replayed, out-of-bounds calls "
+        "answered and counted), judge and store it, and compare it with the previous version",
+        epilog=STORE_EPILOG.format(one="1 a metric regressed past a --threshold; "),
+    )
+    cmd.add_argument("suite", nargs="?", metavar="SUITE", help="a folder of tapes (see golden), or one tape")
+    cmd.add_argument("--agent", metavar="MODULE:FUNCTION", help="the agent to run (it starts its own agent_run)")
+    cmd.add_argument("--agent-version", metavar="V", help="the version the new runs are stored under")
+    cmd.add_argument("--db", required=True, metavar="PATH_OR_URL", help=DB_HELP)
+    cmd.add_argument(
+        "--tag",
+        metavar="T",
+        help="without SUITE: run on the stored sessions with this tag; with SUITE: a tag for the new sessions",
+    )
+    cmd.add_argument(
+        "--evaluator",
+        action="append",
+        metavar="MODULE:FUNCTION",
+        help="a callable judging a RunView (repeatable); built in: tool_success, no_out_of_bounds",
+    )
+    cmd.add_argument("--models", choices=("tape", "live"), default="tape", help="model calls from the tape (default)")
+    cmd.add_argument("--criteria-version", metavar="X", help="stamped on the evaluations (and the report's pass rate)")
+    cmd.add_argument(
+        "--rescore",
+        action="store_true",
+        help="judge stored sessions again under --criteria-version without running the agent (sessions untouched)",
+    )
+    cmd.add_argument(
+        "--threshold", action="append", metavar="METRIC=DELTA", help="as for report: exit 1 when a metric regresses"
+    )
+    cmd.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
+    cmd.set_defaults(handler=_cmd_regress)
