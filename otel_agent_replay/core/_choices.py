@@ -77,9 +77,10 @@ class StalePolicy(Choice):
 class DivergenceKind(Choice):
     """One vocabulary for what differs: a replay's report and ``compare``'s differences.
 
-    A replay reports ``drift``, ``miss``, ``refused``, ``unused``, ``stale``, ``expired`` and
-    ``run_count``; ``compare`` reports ``run_count`` and the kinds from ``task`` to ``output``,
-    in the order listed (behaviour before data).
+    A replay reports ``drift``, ``miss``, ``refused``, ``unused``, ``stale``, ``expired``,
+    ``run_count`` and ``order``; ``compare`` reports ``run_count`` and the kinds from ``task`` to
+    ``output``, in the order listed (behaviour before data). ``order``: two steps that ran one
+    after the other on one side ran the other way round on the other side.
     """
 
     DRIFT = "drift"
@@ -94,6 +95,7 @@ class DivergenceKind(Choice):
     STEP_MISSING = "step_missing"
     STEP_EXTRA = "step_extra"
     TOOL = "tool"
+    ORDER = "order"
     PARENT = "parent"
     ARGS = "args"
     RESULT = "result"

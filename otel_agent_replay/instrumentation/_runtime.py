@@ -58,13 +58,15 @@ class RunState:
         self._counts: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
 
-    def next_step(self, name: str, enclosing_step_id: str | None) -> StepIds:
+    def next_step(self, name: str, enclosing_step_id: str | None, *, model: bool = False) -> StepIds:
         """Take the next seq and derive step_id and parent_step_id.
 
         step_id is ``name#n`` (the nth call of that tool or model function in its scope),
         prefixed by the enclosing step's id when steps nest: a step inserted elsewhere
-        does not shift it. parent_step_id is the enclosing step, else the most recent
-        finished model step of the run.
+        does not shift it. parent_step_id is the enclosing step; otherwise, for a tool
+        step, the most recent finished model step of the run (the decision that asked for
+        it). A ``model`` step has no parent but its enclosing step: model steps are
+        siblings under the run, so a ReAct loop reads turn after turn, never a staircase.
         """
         scope = enclosing_step_id or ""
         with self._lock:
@@ -72,7 +74,10 @@ class RunState:
             n = self._counts.get((scope, name), 0) + 1
             self._counts[(scope, name)] = n
             seq = self._seq
-            parent = enclosing_step_id if enclosing_step_id else self.last_model_step_id
+            if enclosing_step_id:
+                parent = enclosing_step_id
+            else:
+                parent = "" if model else self.last_model_step_id
         step_id = f"{scope}/{name}#{n}" if scope else f"{name}#{n}"
         return StepIds(seq=seq, step_id=step_id, parent_step_id=parent)
 

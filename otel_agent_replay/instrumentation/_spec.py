@@ -45,15 +45,20 @@ class ToolSpec:
     """True for a model call."""
     kind_value: str = field(init=False, compare=False, repr=False)
     """``kind`` as the plain string the span carries."""
-    side_effect_value: str | None = field(init=False, compare=False, repr=False)
-    """``side_effect`` as the plain string the span carries."""
+    side_effect_value: str = field(init=False, compare=False, repr=False)
+    """The ``agent_replay.side_effect`` every step carries: the declaration, ``undeclared`` spelled
+    out, and ``read_only`` for a model step that declared nothing."""
 
     def __post_init__(self) -> None:
         put = object.__setattr__
         put(self, "binder", make_binder(self.signature, self.leave_out))
         put(self, "is_llm", self.kind == StepKind.LLM)
         put(self, "kind_value", self.kind.value)
-        put(self, "side_effect_value", None if self.side_effect is None else self.side_effect.value)
+        if self.side_effect is not None:
+            effect = self.side_effect.value
+        else:
+            effect = SideEffect.READ_ONLY.value if self.is_llm else SideEffect.UNDECLARED.value
+        put(self, "side_effect_value", effect)
 
     @property
     def read_only(self) -> bool:

@@ -121,7 +121,7 @@ def prepare(spec: ToolSpec, run: RunState, args: tuple[Any, ...], kwargs: dict[s
     captured = capture_args(spec.name, bound, run.capture)
     in_context = current_run.get() is run
     enclosing = current_step.get() if in_context else None
-    return Prepared(run, run.next_step(spec.name, enclosing), captured, in_context)
+    return Prepared(run, run.next_step(spec.name, enclosing, model=spec.is_llm), captured, in_context)
 
 
 def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]]:
@@ -136,8 +136,6 @@ def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]
             A.GEN_AI_TOOL_CALL_ARGUMENTS: captured.json,
         }
         span_name = A.tool_span_name(spec.name)
-        if spec.side_effect_value is not None:
-            attrs[A.SIDE_EFFECT] = spec.side_effect_value
     else:
         model = spec.model or _model_from_args(captured.value) or spec.name
         attrs = {A.GEN_AI_OPERATION_NAME: A.OP_CHAT, A.GEN_AI_REQUEST_MODEL: model, A.FUNCTION: spec.name}
@@ -153,6 +151,7 @@ def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]
     attrs[A.PARENT_STEP_ID] = ids.parent_step_id
     attrs[A.SEQ] = ids.seq
     attrs[A.KIND] = spec.kind_value
+    attrs[A.SIDE_EFFECT] = spec.side_effect_value
     attrs[A.CALL_KEY] = captured.call_key
     if spec.version is not None:
         attrs[A.TOOL_VERSION] = spec.version
