@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,11 +17,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.tree import Tree
 
-from otel_agent_replay.core import AgentReplayError
+from otel_agent_replay.core import AgentReplayError, __version__
 from otel_agent_replay.tape import Run, Step, Tape, load_tape
 
 from . import _backends, _regress
-from ._output import dump_json
+from ._output import PipeConsole, dump_json
 
 SHORT = 60
 
@@ -127,6 +128,7 @@ def _cmd_show(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from . import _demo
     from ._demo import run_demo
 
     os.environ.setdefault("OTEL_SERVICE_NAME", "otel-agent-replay-demo")
@@ -142,8 +144,34 @@ def _cmd_demo(args: argparse.Namespace, out: Console, err: Console) -> int:
             out.print(f"   [yellow]{escape(demo_pass.error.splitlines()[0])}[/yellow]")
             for line in demo_pass.error.splitlines()[1:]:
                 out.print(f"   {escape(line)}")
-    out.print(f"\nview the recording again with: otel-agent-replay show {escape(str(tape))}")
+    report = Path(args.out) / "report.md"
+    source = Path(_demo.__file__)
+    out.print(f"\nthe demo agent is {escape(_relative(source))} (run_chain and its four tools)")
+    out.print(
+        f"its report file {escape(str(report))} was written by the recording, then deleted: no replay wrote it "
+        "again (write_report is a side effect, so a replay serves its recorded result instead)"
+    )
+    out.print(f"view the recording again with: {escape(command_name())} show {escape(str(tape))}")
     return 0
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def command_name() -> str:
+    """How to run this command again, as it can be typed here: ``otel-agent-replay`` when that is on
+    PATH and is this installation, else the path of this installation's script (``.venv/bin/…``)."""
+    script = Path(sys.executable).with_name("otel-agent-replay")
+    on_path = shutil.which("otel-agent-replay")
+    if on_path is not None and (not script.exists() or Path(on_path).resolve() == script.resolve()):
+        return "otel-agent-replay"
+    if script.exists():
+        return _relative(script)
+    return f"{sys.executable} -m otel_agent_replay.cli"
 
 
 _ALWAYS_SHOWN = frozenset({"mode", "live_tool_calls", "real_side_effects", "drift_events"})
@@ -155,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="otel-agent-replay",
         description="Record AI agent runs as OpenTelemetry spans; look at the tapes.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     show = sub.add_parser("show", help="print each run of a tape as a tree of steps")
     show.add_argument("tape", help="a tape: OTLP JSON Lines, OTLP JSON or Jaeger JSON")
@@ -175,13 +204,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     # Into a pipe or a file, lines are not wrapped: what is printed stays greppable.
-    out = Console(highlight=False, soft_wrap=not sys.stdout.isatty())
-    err = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
+    out = PipeConsole(highlight=False, soft_wrap=not sys.stdout.isatty())
+    err = PipeConsole(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
     try:
         return int(args.handler(args, out, err))
     except AgentReplayError as exc:
         err.print(f"[red]error:[/red] {escape(str(exc))}")
         return 2
+    except BrokenPipeError:
+        return _reader_went_away()
+
+
+BROKEN_PIPE = 141
+"""Exit status when the reader of our output went away (``show --json | head``): 128 + SIGPIPE, as a shell reports."""
+
+
+def _reader_went_away() -> int:
+    """The pipe we wrote to was closed: stop quietly, and keep Python's exit-time flush from complaining."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    return BROKEN_PIPE
 
 
 if __name__ == "__main__":  # pragma: no cover

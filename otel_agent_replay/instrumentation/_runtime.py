@@ -74,10 +74,7 @@ class RunState:
             n = self._counts.get((scope, name), 0) + 1
             self._counts[(scope, name)] = n
             seq = self._seq
-            if enclosing_step_id:
-                parent = enclosing_step_id
-            else:
-                parent = "" if model else self.last_model_step_id
+            parent = enclosing_step_id or ("" if model else self.last_model_step_id)
         step_id = f"{scope}/{name}#{n}" if scope else f"{name}#{n}"
         return StepIds(seq=seq, step_id=step_id, parent_step_id=parent)
 

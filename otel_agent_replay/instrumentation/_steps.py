@@ -77,6 +77,9 @@ class StepInFlight:
                 messages = messages_json(redacted)
                 if messages is not None:
                     attrs[A.GEN_AI_OUTPUT_MESSAGES] = messages
+                response_model = _response_model(result)
+                if response_model is not None:
+                    attrs[A.GEN_AI_RESPONSE_MODEL] = response_model
             if captured.truncated:
                 attrs[A.RESULT_TRUNCATED] = True
                 attrs[A.RESULT_SHA256] = captured.sha256 or ""
@@ -191,6 +194,15 @@ def _begin(spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Ste
     except TypeError:
         return None  # the call itself will raise the same TypeError
     return start_step(spec, prep)
+
+
+def _response_model(result: object) -> str | None:
+    """The model that answered: a result's ``model`` (a mapping's key or an attribute), when it is text."""
+    try:
+        model = result.get("model") if isinstance(result, dict) else getattr(result, "model", None)
+    except Exception:  # a property of the user's object: never fail the step for provenance
+        return None
+    return model if isinstance(model, str) and model else None
 
 
 def _model_from_args(value: object) -> str | None:

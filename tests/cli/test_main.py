@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -75,7 +76,7 @@ def test_demo_records_the_four_step_chain(tmp_path: Path, capsys: pytest.Capture
 
     (run,) = load_tape(tmp_path / "tapes" / "demo.jsonl").runs
     assert [s.tool for s in run.steps] == ["fetch_document", "search_index", "summarise", "write_report"]
-    assert [s.side_effect for s in run.steps] == ["read_only", "read_only", None, "write"]
+    assert [s.side_effect for s in run.steps] == ["read_only", "read_only", "read_only", "write"]
     assert run.steps[2].kind == "llm" and run.steps[2].input_tokens and run.steps[3].parent_step_id == "summarise#1"
     assert not (tmp_path / "report.md").exists()  # the last pass took the degraded branch
     # A second demo starts a fresh tape.
@@ -93,3 +94,50 @@ def test_installed_console_script_runs(tmp_path: Path) -> None:
         [str(script), "show", str(tmp_path / "tapes" / "demo.jsonl"), "--json"], capture_output=True, timeout=120
     )
     assert shown.returncode == 0 and len(orjson.loads(shown.stdout)[0]["steps"]) == 4
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from otel_agent_replay import __version__
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"otel-agent-replay {__version__}"
+
+
+def test_a_closed_pipe_ends_the_command_quietly(tmp_path: Path) -> None:
+    """``show --json | head``: the reader went away; no BrokenPipeError traceback, exit 141 (128 + SIGPIPE)."""
+    tape = tmp_path / "t.jsonl"
+    with record(tape), agent_run("shop"):
+        for n in range(200):
+            lookup(f"sku-{n}")
+    for extra in (["--json"], []):
+        read_end, write_end = os.pipe()
+        os.close(read_end)  # the reader is gone before the first byte, as after `head -n 1` is done
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "otel_agent_replay.cli", "show", str(tape), *extra],
+                stdout=write_end,
+                stderr=subprocess.PIPE,
+                timeout=120,
+            )
+        finally:
+            os.close(write_end)
+        assert (done.returncode, done.stderr) == (141, b""), done.stderr.decode()
+
+
+def test_the_demo_ends_with_commands_that_run_as_printed(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "otel_agent_replay.cli", "demo", "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    last = done.stdout.strip().splitlines()
+    assert "otel_agent_replay/cli/_demo.py" in "\n".join(last[-4:])
+    assert f"{tmp_path / 'out' / 'report.md'}" in "\n".join(last[-4:])
+    command = last[-1].split("view the recording again with: ", 1)[1]
+    shown = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "write_report#1" in shown.stdout
