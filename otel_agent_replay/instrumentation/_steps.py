@@ -215,6 +215,7 @@ def _model_from_args(value: object) -> str | None:
 
 def call_recorded(spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run the real function, as a recorded step when a run is active."""
+    __tracebackhide__ = True  # pytest shows the user's frames, not ours
     step = _begin(spec, args, kwargs)
     if step is None:
         return fn(*args, **kwargs)
@@ -231,6 +232,7 @@ async def call_recorded_async(
     spec: ToolSpec, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """``call_recorded`` for coroutine functions."""
+    __tracebackhide__ = True  # pytest shows the user's frames, not ours
     step = _begin(spec, args, kwargs)
     if step is None:
         return await fn(*args, **kwargs)

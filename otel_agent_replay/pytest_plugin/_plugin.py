@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
+import shlex
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,13 +24,28 @@ from typing import Any
 
 import pytest
 
-from otel_agent_replay.core import ConfigurationError, RecordMode, TapeStale
-from otel_agent_replay.replayer import ReplaySession, replay
+from otel_agent_replay.core import ConfigurationError, RecordMode, ReplayDivergence, TapeNotFoundError, TapeStale
+from otel_agent_replay.replayer import Hints, ReplayOptions, ReplaySession, replay
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _DOTS = re.compile(r"\.{2,}")
 _MAX_NAME = 120
 _STATE = pytest.StashKey["_TapeState"]()
+_NOT_READY = pytest.StashKey[str]()
+"""Why the test's replay could not start (no tape, a stale tape): the test fails with it, not its setup."""
+
+
+@dataclass(frozen=True)
+class PytestHints(Hints):
+    """Hints in pytest's words: the plugin's option, the marker, and the test to run again."""
+
+    nodeid: str
+
+    def mode(self, mode: str) -> str:
+        return f"pytest {shlex.quote(self.nodeid)} --agent-record-mode={mode}"
+
+    def option(self, text: str) -> str:
+        return f"@pytest.mark.agent_tape({text})"
 
 
 @dataclass
@@ -110,11 +126,20 @@ def agent_tape(request: pytest.FixtureRequest) -> Iterator[ReplaySession]:
     config = request.config
     mode = options.pop("mode", None) or config.getoption("agent_record_mode") or config.getini("agent_record_mode")
     path = tape_path_for(request.node, given)
-    context = replay(path, mode=mode, **options)
+    hints = PytestHints(request.node.nodeid)
+    context = replay(path, ReplayOptions(hints=hints), mode=mode, **options)
     try:
         session = context.__enter__()
+    except TapeNotFoundError:
+        request.node.stash[_NOT_READY] = (
+            f"no tape for this test at {path} (mode {mode!r}). Record it once, live: {hints.mode('once')}"
+        )
+        yield None  # type: ignore[misc]  # pytest_runtest_call fails the test before its body runs
+        return
     except TapeStale as exc:
-        pytest.fail(f"stale tape: {exc}", pytrace=False)
+        request.node.stash[_NOT_READY] = f"stale tape: {exc}"
+        yield None  # type: ignore[misc]
+        return
     state = _TapeState(context, session, checks)
     request.node.stash[_STATE] = state
     try:
@@ -157,8 +182,29 @@ def _finish(state: _TapeState, failed: bool) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, object, object]:
+    """A replay divergence's report starts with the divergence; the traceback (SDK frames hidden) follows."""
+    report = yield
+    excinfo = call.excinfo
+    if (
+        isinstance(report, pytest.TestReport)
+        and report.failed
+        and excinfo is not None
+        and excinfo.errisinstance(ReplayDivergence)
+    ):
+        where = item.repr_failure(excinfo)  # pytest's own traceback, as --tb says, SDK frames hidden
+        report.longrepr = f"{excinfo.typename}: {excinfo.value}\n\nwhere the agent met it:\n{where}"
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """End the replay right after the test body; a test whose replay could not start fails instead
+    of running (its body never runs live by accident)."""
     __tracebackhide__ = True
+    reason = item.stash.get(_NOT_READY, None)
+    if reason is not None:
+        pytest.fail(reason, pytrace=False)
     try:
         result = yield
     except BaseException:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from ._ledger import Divergence, ReplayStats
+from ._messages import API_HINTS, Hints
 from ._options import ReplayOptions
 from ._replay import replay
 from ._session import ReplaySession
 
-__all__ = ["Divergence", "ReplayOptions", "ReplaySession", "ReplayStats", "replay"]
+__all__ = ["API_HINTS", "Divergence", "Hints", "ReplayOptions", "ReplaySession", "ReplayStats", "replay"]

@@ -160,6 +160,7 @@ class Ledger:
 
     def fail(self, error: ReplayDivergence, run_id: str, tool: str, position: int, seq: int | None) -> NoReturn:
         """Note a divergence and raise its error."""
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         self.diverge(DivergenceKind(error.kind), run_id, tool, position, seq, str(error))
         with self._lock:
             self.raised.append(error)

@@ -27,6 +27,8 @@ from otel_agent_replay.core import (
 )
 from otel_agent_replay.instrumentation import positive_seconds
 
+from ._messages import API_HINTS, Hints
+
 Overrides = Mapping[str | tuple[str, int], Any]
 """A tool (or ``(tool, n)``: its nth call) → the value or exception served instead of the recorded result."""
 
@@ -68,6 +70,9 @@ class ReplayOptions:
     """``warn`` or ``error`` when a tool's version changed since recording."""
     redactor: Redactor = DEFAULT_REDACTOR
     """The redactor the tape was recorded with (live arguments are redacted the same way)."""
+    hints: Hints = API_HINTS
+    """How the errors spell their fixes: the Python API's words by default (the pytest plugin gives
+    its own, so a failing test says ``--agent-record-mode=all``)."""
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # normalising in a frozen dataclass
@@ -86,6 +91,8 @@ class ReplayOptions:
             declared[name] = SideEffect(effect)
         put(self, "declare", MappingProxyType(declared))
         put(self, "max_age", positive_seconds(self.max_age, "max_age"))
+        if not isinstance(self.hints, Hints):
+            raise ConfigurationError(f"replay(hints={self.hints!r}): give a Hints")
         if not isinstance(self.redactor, Redactor):
             raise ConfigurationError(f"replay(redactor={self.redactor!r}): give a Redactor")
 

@@ -38,6 +38,7 @@ from otel_agent_replay.instrumentation import current_replay
 from otel_agent_replay.recorder import record
 from otel_agent_replay.tape import Run, Tape, load_tape
 
+from ._messages import Hints
 from ._options import Overrides, ReplayOptions
 from ._session import ReplaySession, select_runs
 
@@ -87,6 +88,7 @@ class replay(Scope[ReplaySession, _Entered]):
     :param declare: side effects for tools that declared none.
     :param stale_versions: ``"error"`` fails on a tool whose version changed (default ``"warn"``).
     :param redactor: the redactor the tape was recorded with.
+    :param hints: how the errors spell their fixes (the pytest plugin passes its own).
     """
 
     def __init__(
@@ -108,6 +110,7 @@ class replay(Scope[ReplaySession, _Entered]):
         declare: Mapping[str, SideEffect | SideEffectName] | None = None,
         stale_versions: StalePolicy | StalePolicyName | None = None,
         redactor: Redactor | None = None,
+        hints: Hints | None = None,
     ) -> None:
         super().__init__()
         given = {
@@ -125,6 +128,7 @@ class replay(Scope[ReplaySession, _Entered]):
             "declare": declare,
             "stale_versions": stale_versions,
             "redactor": redactor,
+            "hints": hints,
         }
         if options is not None and not isinstance(options, ReplayOptions):
             raise ConfigurationError(f"replay(options={options!r}): give a ReplayOptions (or use the keywords)")
@@ -140,6 +144,7 @@ class replay(Scope[ReplaySession, _Entered]):
         return None if isinstance(self.source, Tape) else Path(self.source)
 
     def _start(self) -> tuple[ReplaySession, _Entered]:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         path = self._path()
         recorder: record | None = None
         temp: Path | None = None
@@ -157,16 +162,19 @@ class replay(Scope[ReplaySession, _Entered]):
         return session, _Entered(session, token, recorder, temp)
 
     def _load(self, path: Path | None) -> Tape:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         assert path is not None
         try:
             return load_tape(path)
         except TapeNotFoundError as exc:
+            hints = self.options.hints
             raise TapeNotFoundError(
-                f"{path}: no tape to replay (mode={self.options.record_mode.value!r}); record it first, or use "
-                "mode='once' to record it on the first run"
+                f"{path}: no tape to replay (mode={self.options.record_mode.value!r}); record it first: "
+                f"{hints.mode('once')} records it on the first run"
             ) from exc
 
     def _check_age(self, tape: Tape) -> None:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         max_age = self.options.max_age_seconds
         if max_age is None:
             return
@@ -177,10 +185,12 @@ class replay(Scope[ReplaySession, _Entered]):
                 raise TapeStale(
                     f"{tape.path}: run {run.run_id} was recorded at {when.isoformat(timespec='seconds')}, "
                     f"{(now - when).total_seconds() / 86400:.1f} days ago, older than max_age="
-                    f"{max_age:g}s; re-record it (mode='all') so the fixtures follow today's APIs"
+                    f"{max_age:g}s; re-record it ({self.options.hints.mode('all')}) so the fixtures follow "
+                    "today's APIs"
                 )
 
     def _stop(self, entered: _Entered, error: BaseException | None) -> None:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         current_replay.reset(entered.token)
         if entered.recorder is not None:
             entered.recorder.__exit__(type(error) if error else None, error, None)

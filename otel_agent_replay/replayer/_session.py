@@ -160,12 +160,14 @@ class ReplaySession:
 
             @functools.wraps(original)
             async def async_double(*args: Any, **kwargs: Any) -> Any:
+                __tracebackhide__ = True  # pytest shows the user's frames, not ours
                 return await self.call_async(final, original, args, kwargs)
 
             return async_double
 
         @functools.wraps(original)
         def sync_double(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # pytest shows the user's frames, not ours
             return self.call(final, original, args, kwargs)
 
         return sync_double
@@ -241,6 +243,7 @@ class ReplaySession:
 
     def call(self, spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Serve one call of a decorated function (or a double)."""
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         serving = self._begin_serving(spec, args, kwargs)
         try:
             result = serving.invoke(fn, args, kwargs)
@@ -254,6 +257,7 @@ class ReplaySession:
         self, spec: ToolSpec, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         """``call`` for coroutine functions: the same serving, with the live call (or an async fake) awaited."""
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         serving = self._begin_serving(spec, args, kwargs)
         try:
             result = serving.invoke(fn, args, kwargs)
@@ -266,6 +270,7 @@ class ReplaySession:
         return result
 
     def _begin_serving(self, spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Serving | _Recorded:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         if self.recording:
             return _Recorded(self, spec, self._count_recorded(spec), args, kwargs)
         bound, _state, prep, decision = self._prepare_call(spec, args, kwargs)
@@ -299,6 +304,7 @@ class ReplaySession:
     def _prepare_call(
         self, spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[_ReplayRun, RunState, Prepared, _Decision]:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         if self.closed:
             raise ReplayError(f"this replay of {self.tape_path} has ended; call doubles inside its block")
         bound, state = self._binding()
@@ -319,6 +325,7 @@ class ReplaySession:
         return declared == _READ_ONLY
 
     def _decide(self, spec: ToolSpec, bound: _ReplayRun, prep: Prepared) -> _Decision:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         name = spec.name
         n = bound.position(name)
         seq = prep.ids.seq
@@ -330,7 +337,7 @@ class ReplaySession:
         if not read_only and name not in self.options.stubbed and not self._stub_all:
             self.ledger.bump("steps", "refused_side_effects")
             declared = spec.side_effect or self.options.declared.get(name)
-            self.ledger.fail(refused_error(name, declared, run_id), run_id, name, n, seq)
+            self.ledger.fail(refused_error(name, declared, run_id, self.options.hints), run_id, name, n, seq)
         index = bound.index
         step = index.take(prep.captured.call_key) if index is not None else None
         if step is not None:
@@ -349,7 +356,9 @@ class ReplaySession:
         drifted = index.at_position(name, n) if index is not None else None
         if drifted is not None:
             self.ledger.bump("steps", "drift_events")
-            self.ledger.fail(drift_error(bound, drifted, spec, prep, n, self.mode), run_id, name, n, seq)
+            self.ledger.fail(
+                drift_error(bound, drifted, spec, prep, n, self.mode, self.options.hints), run_id, name, n, seq
+            )
         fake = self.options.fallbacks.get(name)
         if fake is not None:
             self.ledger.bump("steps", "tape_misses", "fallback_calls")
@@ -357,7 +366,9 @@ class ReplaySession:
         self.ledger.bump("steps", "tape_misses")
         if self._new_episodes and read_only and not spec.is_llm:
             return _Decision("live", append=True)
-        self.ledger.fail(miss_error(bound, spec, prep, n, self.mode, self.tape_path), run_id, name, n, seq)
+        self.ledger.fail(
+            miss_error(bound, spec, prep, n, self.mode, self.tape_path, self.options.hints), run_id, name, n, seq
+        )
 
     def _override(self, name: str, n: int) -> Any:
         overrides = self.options.overrides
@@ -376,7 +387,7 @@ class ReplaySession:
             if expires is not None and expires < _dt.datetime.now(_dt.timezone.utc):
                 message = (
                     f"{step.tool} (recorded seq {step.seq}) expired at {step.expires_at}; its answer may be out "
-                    f"of date: re-record the tape (mode='all')"
+                    f"of date: re-record the tape ({self.options.hints.mode('all')})"
                 )
                 self.ledger.bump("stale_steps")
                 self.ledger.diverge(DivergenceKind.EXPIRED, run_id, step.tool, n, step.seq, message)
@@ -384,7 +395,7 @@ class ReplaySession:
         if spec.version is not None and step.tool_version is not None and spec.version != step.tool_version:
             message = (
                 f"{step.tool} is version {spec.version!r} now but was recorded at version {step.tool_version!r} "
-                f"(recorded seq {step.seq}); re-record the tape (mode='all') to refresh it"
+                f"(recorded seq {step.seq}); re-record the tape ({self.options.hints.mode('all')}) to refresh it"
             )
             self.ledger.bump("stale_steps")
             if self.options.stale_policy == StalePolicy.ERROR:
@@ -393,6 +404,7 @@ class ReplaySession:
             warnings.warn(message, TapeWarning, stacklevel=4)
 
     def _from_tape(self, decision: _Decision) -> Any:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         if decision.has_override:
             value = decision.override
             if isinstance(value, BaseException):
@@ -418,6 +430,7 @@ class ReplaySession:
 
     def finish(self, propagating: BaseException | None) -> None:
         """Close the replay: count unused steps, then fail a strict replay that diverged."""
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         self.closed = True
         if self._appender is not None:
             self._appender.close()
@@ -450,7 +463,7 @@ class ReplaySession:
         if self.ledger.raised:
             raise self.ledger.raised[0]  # swallowed by the agent: the test must still fail
         if unused and not self.options.allow_unused:
-            raise unused_error(unused, self.tape_path)
+            raise unused_error(unused, self.tape_path, self.options.hints)
 
 
 class _Serving:
@@ -476,6 +489,7 @@ class _Serving:
 
     def invoke(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The recorded result (or exception), or what the fake or the live function returns."""
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         if self.decision.how == "tape":
             return self.session._from_tape(self.decision)
         return (self.decision.fake or fn)(*args, **kwargs)
@@ -511,6 +525,7 @@ class _Recorded:
 
     def invoke(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Run the real function as a recorded step (a coroutine to await for async functions)."""
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         run = call_recorded_async if self.spec.is_async else call_recorded
         return run(self.spec, fn, args, kwargs)
 
