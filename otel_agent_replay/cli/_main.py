@@ -20,7 +20,7 @@ from rich.tree import Tree
 from otel_agent_replay.core import AgentReplayError, __version__
 from otel_agent_replay.tape import Run, Step, Tape, load_tape
 
-from . import _backends, _regress
+from . import _backends, _conform, _regress
 from ._output import PipeConsole, dump_json
 
 SHORT = 60
@@ -196,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(handler=_cmd_demo)
     _regress.register(sub)
     _backends.register(sub)
+    _conform.register(sub)
     return parser
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from otel_agent_replay.core import ConfigurationError, RecordMode, ReplayDivergence, TapeNotFoundError, TapeStale
-from otel_agent_replay.replayer import Hints, ReplayOptions, ReplaySession, replay
+from otel_agent_replay.replayer import Hints, ReplayOptions, ReplaySession, conform, load_tools, replay
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _DOTS = re.compile(r"\.{2,}")
@@ -81,6 +81,37 @@ def pytest_configure(config: pytest.Config) -> None:
         "options such as stub=, allow_unused=, overrides=, fallbacks=; fail_on_live_calls=, "
         "fail_on_side_effects=, fail_on_drift=, fail_on_unused= switch the end-of-test checks",
     )
+    config.addinivalue_line(
+        "markers",
+        "agent_conform(tools, tapes=None): call each read-only tool on the tapes (default: every tape of "
+        "this test module) once, live, and fail when its answer's shape differs from the fixtures'",
+    )
+
+
+def _conform(item: pytest.Item) -> None:
+    """``@pytest.mark.agent_conform(tools, tapes=None)``: each read-only tool on the tapes (default:
+    every tape of this test module) is called once, live; the test fails when one answers in
+    another shape than its fixtures."""
+    __tracebackhide__ = True
+    marker = item.get_closest_marker("agent_conform")
+    if marker is None:
+        return
+    tools = marker.args[0] if marker.args else marker.kwargs.get("tools")
+    if tools is None:
+        raise ConfigurationError(f"{item.nodeid}: @pytest.mark.agent_conform needs tools= (a module, list or mapping)")
+    if isinstance(tools, str):
+        tools = load_tools(tools)
+    given = marker.kwargs.get("tapes")
+    folder = tape_path_for(item, None).parent
+    if given is None:
+        tapes = sorted(folder.glob("*.jsonl"))
+    else:
+        tapes = [tape_path_for(item, name) for name in ((given,) if isinstance(given, str) else given)]
+    if not tapes:
+        pytest.fail(f"agent_conform: no tapes in {folder}; record them first, or name them with tapes=", False)
+    result = conform(tapes, tools)
+    if not result.ok:
+        pytest.fail(f"the live tools no longer answer like the fixtures on {len(tapes)} tape(s):\n{result}", False)
 
 
 def safe_name(text: str) -> str:
@@ -215,4 +246,5 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     state = item.stash.get(_STATE, None)
     if state is not None and not state.finished:
         _finish(state, failed=False)
+    _conform(item)
     return result

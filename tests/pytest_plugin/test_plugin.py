@@ -180,3 +180,23 @@ def test_hints_name_the_marker(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*without running it: @pytest.mark.agent_tape(stub=('write_report',))*"])
+
+
+def test_the_conformance_marker(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_agent=AGENT)
+    pytester.runpytest_subprocess("--agent-record-mode=once").assert_outcomes(passed=1)
+    (pytester.path / "report.txt").unlink()
+    conformance = AGENT + (
+        "\n\n@pytest.mark.agent_conform(tools=[lookup, write_report])\n"
+        "def test_tools_still_answer_like_the_fixtures():\n"
+        "    pass\n"
+    )
+    pytester.makepyfile(test_agent=conformance)
+    pytester.runpytest_subprocess("-k", "conform").assert_outcomes(passed=1)
+    assert _live_calls(pytester) == ["lookup o-17", "lookup o-17"]  # one live call of the read-only tool
+    assert not (pytester.path / "report.txt").exists()  # the write tool was never called
+    changed = conformance.replace('return {"order": order_id, "state": "shipped"}', 'return {"order": order_id}')
+    pytester.makepyfile(test_agent=changed)
+    result = pytester.runpytest_subprocess("-k", "conform")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*no longer answer like the fixtures*", "*missing key: result.state*"])
