@@ -121,7 +121,7 @@ def tape_stats(tapes: Iterable[Tape]) -> list[dict[str, Any]]:
     per_tool: dict[str, _ToolStats] = defaultdict(_ToolStats)
     for tape in tapes:
         for run in tape.runs:
-            seen: set[str] = set()
+            seen: set[tuple[str, object]] = set()
             for step in run.steps:
                 stats = per_tool[step.tool]
                 stats.calls += 1
@@ -129,9 +129,10 @@ def tape_stats(tapes: Iterable[Tape]) -> list[dict[str, Any]]:
                 stats.total_ns += max(step.duration_ns, 0)
                 stats.max_ns = max(stats.max_ns, step.duration_ns)
                 stats.side_effect = ("model" if step.kind == StepKind.LLM else step.side_effect) or stats.side_effect
-                if step.call_key in seen:
-                    stats.retries += 1  # the same call again in one run
-                seen.add(step.call_key)
+                call = (step.call_key, step.attributes.get(A.TARGET))
+                if call in seen:
+                    stats.retries += 1  # the same call on the same target again in one run
+                seen.add(call)
     return [per_tool[name].to_json(name) for name in sorted(per_tool)]
 
 

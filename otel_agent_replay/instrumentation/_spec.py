@@ -37,6 +37,8 @@ class ToolSpec:
     is_async: bool
     provider: str | None = None
     model: str | None = None
+    receiver: str | None = None
+    """The parameter that carries the object a method is called on (``self``), for its target."""
     binder: Binder = field(init=False, compare=False, repr=False)
     """Binds a call to the signature (see ``canonical.make_binder``); made from the fields above."""
     # Derived once, so the step path compares a bool and writes plain strings (an enum's class
@@ -111,6 +113,7 @@ def make_spec(
         )
     is_method = "." in fn.__qualname__.rsplit("<locals>.", 1)[-1]
     leave_out = context_parameters(signature, is_method=is_method) | ignored
+    params = list(signature.parameters)
     return ToolSpec(
         name=name or fn.__name__,
         kind=kind,
@@ -123,4 +126,5 @@ def make_spec(
         is_async=inspect.iscoroutinefunction(fn),
         provider=provider,
         model=model,
+        receiver=params[0] if is_method and params and params[0] == "self" else None,
     )

@@ -113,6 +113,8 @@ class Prepared:
     captured: CapturedArgs
     in_context: bool
     """False when the call joined the only active run from a thread without its context."""
+    target: str | None = None
+    """For a method step: the run-local name of the object it was called on (``Client#1``)."""
 
 
 def prepare(spec: ToolSpec, run: RunState, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Prepared:
@@ -124,7 +126,12 @@ def prepare(spec: ToolSpec, run: RunState, args: tuple[Any, ...], kwargs: dict[s
     captured = capture_args(spec.name, bound, run.capture)
     in_context = current_run.get() is run
     enclosing = current_step.get() if in_context else None
-    return Prepared(run, run.next_step(spec.name, enclosing, model=spec.is_llm), captured, in_context)
+    target = None
+    if spec.receiver is not None:
+        receiver = args[0] if args else kwargs.get(spec.receiver)
+        if receiver is not None:
+            target = run.target_of(receiver)
+    return Prepared(run, run.next_step(spec.name, enclosing, model=spec.is_llm), captured, in_context, target)
 
 
 def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]]:
@@ -156,6 +163,8 @@ def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]
     attrs[A.KIND] = spec.kind_value
     attrs[A.SIDE_EFFECT] = spec.side_effect_value
     attrs[A.CALL_KEY] = captured.call_key
+    if prep.target is not None:
+        attrs[A.TARGET] = prep.target
     if spec.version is not None:
         attrs[A.TOOL_VERSION] = spec.version
     if spec.ttl is not None:

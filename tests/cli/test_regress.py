@@ -206,3 +206,31 @@ def test_check_provenance_and_max_age(tmp_path: Path, capsysbinary: pytest.Captu
     with pytest.raises(SystemExit) as bad:
         main(["check", str(tape), "--max-age", "soon"])
     assert bad.value.code == 2
+
+
+class Account:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @tool(side_effect="read_only")
+    def balance(self, currency: str) -> int:
+        return len(self.name)
+
+
+def test_stats_retries_are_the_same_call_on_the_same_target(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    tape = tmp_path / "accounts.jsonl"
+    savings, checking = Account("savings"), Account("checking")
+    with record(tape), agent_run("bank"):
+        savings.balance("EUR")
+        checking.balance("EUR")  # another object: the same arguments, but not a retry
+        savings.balance("EUR")  # the same call on the same object again: a retry
+    from otel_agent_replay import load_tape
+    from otel_agent_replay.core import attributes as A
+
+    targets = [s.attributes[A.TARGET] for s in load_tape(tape).runs[0].steps]
+    assert targets == ["Account#1", "Account#2", "Account#1"]
+    assert main(["stats", str(tape), "--json"]) == 0
+    (row,) = orjson.loads(capsysbinary.readouterr().out)
+    assert row["calls"] == 3 and row["retries"] == 1
