@@ -97,7 +97,8 @@ class Divergence:
     """One way the replayed behaviour differed from the recording (an entry of ``ReplaySession.report``)."""
 
     kind: DivergenceKind
-    """``drift``, ``miss``, ``refused``, ``unused``, ``stale``, ``expired`` or ``run_count``."""
+    """``drift``, ``miss``, ``refused``, ``unused``, ``stale``, ``expired``, ``run_count`` or ``order``
+    (reported, not raised: the replay still answered every call)."""
     run_id: str
     """The recorded run's id ("" when there was none to replay)."""
     tool: str

@@ -7,6 +7,7 @@ it for every decorated call while it is active.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as _dt
 import functools
 import inspect
@@ -69,6 +70,24 @@ class _ReplayRun:
         self.state = state
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._latest_done: Step | None = None
+        """Of the recorded steps whose live call has ended, the one that started last when recorded."""
+
+    def order_before(self, step: Step) -> Step | None:
+        """A recorded step whose live call has already ended although, when recorded, it started only
+        after ``step`` had ended: the two ran one after the other, the other way round (an ``order``
+        divergence). Steps whose live calls overlap are never compared: the later one is not done."""
+        latest = self._latest_done
+        if latest is not None and 0 < step.end_ns <= latest.start_ns:
+            return latest
+        return None
+
+    def served(self, step: Step) -> None:
+        """The live call that ``step`` answered has ended."""
+        with self._lock:
+            latest = self._latest_done
+            if latest is None or step.start_ns > latest.start_ns:
+                self._latest_done = step
 
     @property
     def recorded_id(self) -> str:
@@ -260,6 +279,11 @@ class ReplaySession:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         serving = self._begin_serving(spec, args, kwargs)
         try:
+            if isinstance(serving, _Serving) and serving.decision.how == "tape" and _in_asyncio():
+                # A double answers at once; yield to the loop first, as the live call would, so calls
+                # the agent runs concurrently (asyncio.gather) also overlap in the replay and are
+                # never taken for an order divergence.
+                await asyncio.sleep(0)
             result = serving.invoke(fn, args, kwargs)
             if inspect.isawaitable(result):
                 result = await result
@@ -281,7 +305,7 @@ class ReplaySession:
             appender = self._appender_for(decision, bound)
             if appender is not None:
                 pending = appender.start(spec, prep, bound.index.run if bound.index else None)
-        return _Serving(self, spec, prep, decision, step, pending)
+        return _Serving(self, spec, prep, decision, step, pending, bound)
 
     def _observe(self, spec: ToolSpec, prep: Prepared, result: object, error: BaseException | None) -> None:
         self.ledger.remember(spec, prep.ids.seq, prep.captured.value, result, error)
@@ -341,6 +365,17 @@ class ReplaySession:
         index = bound.index
         step = index.take(prep.captured.call_key) if index is not None else None
         if step is not None:
+            overtaken = bound.order_before(step)
+            if overtaken is not None:
+                self.ledger.diverge(
+                    DivergenceKind.ORDER,
+                    run_id,
+                    name,
+                    n,
+                    seq,
+                    f"order in run {run_id}: {step.step_id} ran before {overtaken.step_id} when recorded (one after "
+                    f"the other), and after it now (live seq {seq})",
+                )
             if step.expires_at or (spec.version is not None and step.tool_version is not None):
                 self._check_fresh(spec, step, run_id, n)
             override = self._override(name, n)
@@ -469,7 +504,7 @@ class ReplaySession:
 class _Serving:
     """One replayed call in flight: its replay span and appended step, if any, and how it ends."""
 
-    __slots__ = ("decision", "pending", "prep", "session", "spec", "step")
+    __slots__ = ("bound", "decision", "pending", "prep", "session", "spec", "step")
 
     def __init__(
         self,
@@ -479,6 +514,7 @@ class _Serving:
         decision: _Decision,
         step: StepInFlight | None,
         pending: AppendedStep | None,
+        bound: _ReplayRun,
     ) -> None:
         self.session = session
         self.spec = spec
@@ -486,6 +522,11 @@ class _Serving:
         self.decision = decision
         self.step = step
         self.pending = pending
+        self.bound = bound
+
+    def _ended(self) -> None:
+        if self.decision.step is not None:
+            self.bound.served(self.decision.step)
 
     def invoke(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The recorded result (or exception), or what the fake or the live function returns."""
@@ -495,6 +536,7 @@ class _Serving:
         return (self.decision.fake or fn)(*args, **kwargs)
 
     def fail(self, exc: BaseException) -> None:
+        self._ended()
         self.session._observe(self.spec, self.prep, None, exc)
         if self.pending is not None:
             self.pending.fail(exc)
@@ -502,6 +544,7 @@ class _Serving:
             self.step.fail(exc)
 
     def done(self, result: object) -> None:
+        self._ended()
         self.session._observe(self.spec, self.prep, result, None)
         if self.pending is not None:
             self.pending.finish(result)
@@ -542,6 +585,15 @@ def _as_recorded(decision: _Decision) -> CapturedResult | None:
     if decision.how != "tape" or decision.has_override or step is None or step.result_json is None:
         return None
     return CapturedResult(step.result_json, step.result_sha256, step.result_truncated)
+
+
+def _in_asyncio() -> bool:
+    """Whether an asyncio loop runs this coroutine (not trio, say, whose loop asyncio.sleep cannot use)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _links(trace_id: str, span_id: str) -> list[Link]:

@@ -252,3 +252,19 @@ def test_a_different_tool_at_an_aligned_step(base: Path) -> None:
     )
     (tool_change,) = compare(run, renamed).of_kind("tool")
     assert tool_change.step == "lookup#1" and (tool_change.left, tool_change.right) == ("lookup", "lookup_v2")
+
+
+def test_a_replay_reports_an_order_swap_it_can_see(tmp_path: Path) -> None:
+    tape = tmp_path / "sequential.jsonl"
+    with record(tape):
+        asyncio.run(_sequential_agent(policy_first=False))
+    with replay(tape) as swapped:
+        asyncio.run(_sequential_agent(policy_first=True))
+    (order,) = [d for d in swapped.report if d.kind == "order"]
+    assert order.tool == "fetch_orders" and "fetch_orders#1 ran before fetch_policy#1 when recorded" in order.message
+    with replay(tape) as same:
+        asyncio.run(_sequential_agent(policy_first=False))
+    assert [d for d in same.report if d.kind == "order"] == []
+    with replay(tape) as gathered:
+        asyncio.run(_gather_agent(policy_first=True))  # concurrent now: never an order divergence
+    assert [d for d in gathered.report if d.kind == "order"] == []
