@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import re
 import shlex
 from collections.abc import Generator, Iterator
@@ -88,6 +89,13 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def runnable_id(item: pytest.Item) -> str:
+    """The test's id as typed where pytest was started (a node id is relative to the rootdir)."""
+    where = os.path.relpath(Path(str(item.path)), item.config.invocation_params.dir)
+    _, sep, rest = item.nodeid.partition("::")
+    return f"{where}{sep}{rest}"
+
+
 def _conform(item: pytest.Item) -> None:
     """``@pytest.mark.agent_conform(tools, tapes=None)``: each read-only tool on the tapes (default:
     every tape of this test module) is called once, live; the test fails when one answers in
@@ -157,7 +165,7 @@ def agent_tape(request: pytest.FixtureRequest) -> Iterator[ReplaySession]:
     config = request.config
     mode = options.pop("mode", None) or config.getoption("agent_record_mode") or config.getini("agent_record_mode")
     path = tape_path_for(request.node, given)
-    hints = PytestHints(request.node.nodeid)
+    hints = PytestHints(runnable_id(request.node))
     context = replay(path, ReplayOptions(hints=hints), mode=mode, **options)
     try:
         session = context.__enter__()

@@ -200,3 +200,18 @@ def test_the_conformance_marker(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("-k", "conform")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*no longer answer like the fixtures*", "*missing key: result.state*"])
+
+
+def test_a_hint_names_the_test_as_typed_where_pytest_runs(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\n")
+    tests = pytester.mkdir("tests")
+    (tests / "test_agent.py").write_text(AGENT)
+    result = pytester.runpytest_subprocess("tests")
+    result.stdout.fnmatch_lines(["*live: pytest tests/test_agent.py::test_order_agent --agent-record-mode=once"])
+    monkeypatch = pytest.MonkeyPatch()
+    try:
+        monkeypatch.chdir(tests)
+        inner = pytester.runpytest_subprocess()  # from the tests folder: the id is relative to it
+    finally:
+        monkeypatch.undo()
+    inner.stdout.fnmatch_lines(["*live: pytest test_agent.py::test_order_agent --agent-record-mode=once"])
