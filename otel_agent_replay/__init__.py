@@ -43,7 +43,16 @@ from otel_agent_replay.core import (
 from otel_agent_replay.instrumentation import RunHandle, agent_run, model_call, tool
 from otel_agent_replay.recorder import Recording, record
 from otel_agent_replay.regression import RegressResult, regress, rescore
-from otel_agent_replay.replayer import Divergence, ReplayOptions, ReplaySession, ReplayStats, replay
+from otel_agent_replay.replayer import (
+    Conformance,
+    Divergence,
+    ReplayOptions,
+    ReplaySession,
+    ReplayStats,
+    ToolConformance,
+    conform,
+    replay,
+)
 from otel_agent_replay.store import Evaluation, Store, open_store
 from otel_agent_replay.tape import Run, Step, StepError, Tape, load_tape
 
@@ -52,6 +61,7 @@ __all__ = [
     "AgentReplayWarning",
     "Comparison",
     "ConfigurationError",
+    "Conformance",
     "Difference",
     "Divergence",
     "DivergenceKind",
@@ -95,9 +105,11 @@ __all__ = [
     "TapeStale",
     "TapeUnused",
     "TapeWarning",
+    "ToolConformance",
     "__version__",
     "agent_run",
     "compare",
+    "conform",
     "load_tape",
     "model_call",
     "open_store",

@@ -2,6 +2,7 @@
 # Set-up and everyday commands. Each one builds the virtual environment it needs first.
 #   bash scripts/dev.sh demo   record the demo agent to a tape and show it
 #   bash scripts/dev.sh test   ruff, mypy and the whole test suite
+#   bash scripts/dev.sh wheels build the two distributions' wheels into dist/ (to install in another project)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -125,8 +126,13 @@ case "$cmd" in
         fi
         exit "$status"
         ;;
+    wheels)
+        # Both distributions: the SDK depends on the tape exporter, which is not on PyPI.
+        "$python" -m pip wheel --quiet --no-deps --wheel-dir dist . exporters/opentelemetry-exporter-agent-replay-tape
+        ls -1 dist/*.whl
+        ;;
     *)
-        echo "usage: bash scripts/dev.sh demo|test [args...]" >&2
+        echo "usage: bash scripts/dev.sh demo|test|wheels [args...]" >&2
         exit 2
         ;;
 esac

@@ -8,20 +8,23 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
 from rich.console import Console
 from rich.markup import escape
 from rich.tree import Tree
 
-from otel_agent_replay.core import AgentReplayError
+from otel_agent_replay.core import AgentReplayError, TapeFormatError, __version__
 from otel_agent_replay.tape import Run, Step, Tape, load_tape
 
-from . import _backends, _regress, _regression, _store
-from ._output import dump_json
+from . import _backends, _conform, _regress, _regression, _store
+from ._cost import money, run_cost, step_cost
+from ._output import PipeConsole, dump_json
 
 SHORT = 60
 
@@ -39,6 +42,7 @@ def _ms(ns: int) -> str:
 
 def step_json(step: Step) -> dict[str, Any]:
     """A step as plain JSON data for ``--json``."""
+    cost = step_cost(step)
     return {
         "seq": step.seq,
         "step_id": step.step_id,
@@ -54,11 +58,17 @@ def step_json(step: Step) -> dict[str, Any]:
         "args": step.args,
         "result": step.result,
         "result_truncated": step.result_truncated,
+        "model": step.model,
+        "provider": step.provider,
+        "input_tokens": step.input_tokens,
+        "output_tokens": step.output_tokens,
+        "cost_usd": None if cost is None else float(cost),
     }
 
 
 def run_json(run: Run) -> dict[str, Any]:
     """A run and its steps as plain JSON data for ``--json``."""
+    cost = run_cost(run.steps)
     return {
         "run_id": run.run_id,
         "trace_id": run.trace_id,
@@ -69,65 +79,140 @@ def run_json(run: Run) -> dict[str, Any]:
         "input": run.input,
         "output": run.output,
         "duration_ms": round((run.end_ns - run.start_ns) / 1e6, 3) if run.complete else None,
+        "input_tokens": sum(s.input_tokens or 0 for s in run.steps),
+        "output_tokens": sum(s.output_tokens or 0 for s in run.steps),
+        "cost_usd": None if cost is None else float(cost),
         "steps": [step_json(s) for s in run.steps],
     }
 
 
-def _step_label(step: Step) -> str:
+def _tokens(step: Step) -> str:
+    if step.input_tokens is None and step.output_tokens is None:
+        return ""
+    text = f"  {step.input_tokens or 0} in / {step.output_tokens or 0} out tokens"
+    cost = step_cost(step)
+    return text + (f"  ~{money(cost)}" if cost is not None else "")
+
+
+def _step_label(step: Step, limit: int | None = SHORT) -> str:
     status = "[red]error[/red]" if step.error else "[green]ok[/green]"
     effect = step.side_effect or "undeclared"
     if step.kind == "llm":
         effect = "model"
-    colour = {"read_only": "cyan", "model": "magenta"}.get(effect, "yellow")
+        if step.model:
+            effect += f" {step.model}"
+    colour = "magenta" if step.kind == "llm" else {"read_only": "cyan"}.get(effect, "yellow")
+
+    def cut(text: str | None) -> str:
+        return text or "-" if limit is None else _short(text, limit)
+
     text = (
         f"[bold]{step.seq}[/bold] {escape(step.step_id)}  [{colour}]{escape(effect)}[/{colour}]  {status}  "
-        f"{_ms(step.duration_ns)}\n    args {escape(_short(step.args_json))}"
+        f"{_ms(step.duration_ns)}{_tokens(step)}\n    args {escape(cut(step.args_json))}"
     )
     if step.error:
-        text += f"\n    [red]{escape(step.error.type)}: {escape(_short(step.error.message))}[/red]"
+        text += f"\n    [red]{escape(step.error.type)}: {escape(cut(step.error.message))}[/red]"
     else:
-        text += f"\n    result {escape(_short(step.result_json))}"
+        text += f"\n    result {escape(cut(step.result_json))}"
     return text
 
 
-def render_run(run: Run) -> Tree:
-    """A run as a tree: each step under the step that caused it (parent_step_id)."""
+def render_run(run: Run, *, full: bool = False) -> Tree:
+    """A run as a tree: each step under the step that caused it (parent_step_id).
+
+    Model steps are siblings under the run (their parent is only an enclosing step), so a ReAct
+    loop reads turn by turn: model step, then the tool calls it asked for. Tapes recorded before
+    that rule, where each model step was the parent of the next, are drawn flat the same way.
+    """
     state = "" if run.complete else "  [red](incomplete: the run span never reached the tape)[/red]"
+    tokens_in = sum(s.input_tokens or 0 for s in run.steps)
+    tokens_out = sum(s.output_tokens or 0 for s in run.steps)
+    usage = f"  {tokens_in} in / {tokens_out} out tokens" if tokens_in or tokens_out else ""
+    cost = run_cost(run.steps)
+    if cost is not None:
+        usage += f"  ~{money(cost)} (estimated)"
     head = (
         f"[bold]run {escape(run.run_id)}[/bold]  agent {escape(run.agent_name or '?')}"
         f"{' v' + escape(run.agent_version) if run.agent_version else ''}  "
-        f"{len(run.steps)} steps{state}"
+        f"{len(run.steps)} steps{usage}{state}"
     )
     root = Tree(head)
     nodes: dict[str, Tree] = {}
+    kinds = {s.step_id: s.kind for s in run.steps}
+    limit = None if full else SHORT
     for step in run.steps:
-        parent = nodes.get(step.parent_step_id, root)
-        nodes[step.step_id] = parent.add(_step_label(step))
+        parent_id = step.parent_step_id
+        if step.kind == "llm" and kinds.get(parent_id) == "llm":
+            parent_id = ""  # an older tape's staircase: a model step is not caused by the previous one
+        parent = nodes.get(parent_id, root)
+        nodes[step.step_id] = parent.add(_step_label(step, limit))
     if run.output_json is not None:
-        root.add(f"output {escape(_short(run.output_json, 100))}")
+        root.add(f"output {escape(run.output_json if full else _short(run.output_json, 100))}")
     return root
 
 
-def show_tape(tape: Tape, console: Console) -> None:
-    """Print every run of a tape as a tree of steps."""
-    if not tape.runs:
-        console.print(f"{escape(tape.path)}: no runs")
-    for run in tape.runs:
-        console.print(render_run(run))
+def show_tape(tape: Tape, console: Console, *, full: bool = False, runs: tuple[Run, ...] | None = None) -> None:
+    """Print every run of a tape (or the ones given) as a tree of steps."""
+    shown = tape.runs if runs is None else runs
+    if not shown:
+        console.print(f"{escape(tape.path)}: no runs" + (" match" if runs is not None and tape.runs else ""))
+    for run in shown:
+        console.print(render_run(run, full=full))
     for warning in tape.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
 
 
+def _selected(tape: Tape, args: argparse.Namespace) -> tuple[Run, ...]:
+    runs = tape.runs
+    if args.run:
+        runs = tuple(r for r in runs if r.run_id.startswith(args.run))
+    if args.agent:
+        runs = tuple(r for r in runs if r.agent_name == args.agent)
+    return runs
+
+
+def _show_step(runs: tuple[Run, ...], step_id: str, out: Console) -> int:
+    found = [(run, s) for run in runs for s in run.steps if s.step_id == step_id or str(s.seq) == step_id]
+    if not found:
+        known = sorted({s.step_id for run in runs for s in run.steps})
+        raise TapeFormatError(f"no step {step_id!r} in the runs shown (steps: {', '.join(known) or 'none'})")
+    for run, step in found:
+        out.print(f"[bold]run {escape(run.run_id)}[/bold]  agent {escape(run.agent_name or '?')}")
+        out.print(_step_label(step, None).split("\n", 1)[0])
+        out.print(f"  parent {escape(step.parent_step_id or '(the run)')}  call key {escape(step.call_key)}")
+        out.print("  args")
+        out.print(escape(_pretty(step.args)))
+        if step.error:
+            out.print(f"  [red]{escape(step.error.type)}[/red]: {escape(step.error.message)}")
+        else:
+            out.print("  result" + (" (shortened at capture)" if step.result_truncated else ""))
+            out.print(escape(_pretty(step.result)))
+    return 0
+
+
+def _pretty(value: Any) -> str:
+    text = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode("utf-8")
+    return "\n".join("    " + line for line in text.splitlines())
+
+
 def _cmd_show(args: argparse.Namespace, out: Console, err: Console) -> int:
     tape = load_tape(args.tape)
+    runs = _selected(tape, args)
+    if args.step:
+        if args.json:
+            steps = [step_json(s) for run in runs for s in run.steps if args.step in (s.step_id, str(s.seq))]
+            dump_json(steps)
+            return 0 if steps else 1
+        return _show_step(runs, args.step, out)
     if args.json:
-        dump_json([run_json(r) for r in tape.runs])
+        dump_json([run_json(r) for r in runs])
     else:
-        show_tape(tape, out)
+        show_tape(tape, out, full=args.full, runs=runs)
     return 0
 
 
 def _cmd_demo(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from . import _demo
     from ._demo import run_demo
 
     os.environ.setdefault("OTEL_SERVICE_NAME", "otel-agent-replay-demo")
@@ -143,8 +228,34 @@ def _cmd_demo(args: argparse.Namespace, out: Console, err: Console) -> int:
             out.print(f"   [yellow]{escape(demo_pass.error.splitlines()[0])}[/yellow]")
             for line in demo_pass.error.splitlines()[1:]:
                 out.print(f"   {escape(line)}")
-    out.print(f"\nview the recording again with: otel-agent-replay show {escape(str(tape))}")
+    report = Path(args.out) / "report.md"
+    source = Path(_demo.__file__)
+    out.print(f"\nthe demo agent is {escape(_relative(source))} (run_chain and its four tools)")
+    out.print(
+        f"its report file {escape(str(report))} was written by the recording, then deleted: no replay wrote it "
+        "again (write_report is a side effect, so a replay serves its recorded result instead)"
+    )
+    out.print(f"view the recording again with: {escape(command_name())} show {escape(str(tape))}")
     return 0
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def command_name() -> str:
+    """How to run this command again, as it can be typed here: ``otel-agent-replay`` when that is on
+    PATH and is this installation, else the path of this installation's script (``.venv/bin/…``)."""
+    script = Path(sys.executable).with_name("otel-agent-replay")
+    on_path = shutil.which("otel-agent-replay")
+    if on_path is not None and (not script.exists() or Path(on_path).resolve() == script.resolve()):
+        return "otel-agent-replay"
+    if script.exists():
+        return _relative(script)
+    return f"{sys.executable} -m otel_agent_replay.cli"
 
 
 _ALWAYS_SHOWN = frozenset({"mode", "live_tool_calls", "real_side_effects", "drift_events"})
@@ -156,10 +267,15 @@ def build_parser() -> argparse.ArgumentParser:
         prog="otel-agent-replay",
         description="Record AI agent runs as OpenTelemetry spans; look at the tapes.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     show = sub.add_parser("show", help="print each run of a tape as a tree of steps")
     show.add_argument("tape", help="a tape: OTLP JSON Lines, OTLP JSON or Jaeger JSON")
     show.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
+    show.add_argument("--run", metavar="RUN_ID", help="only the run with this run_id (or its first characters)")
+    show.add_argument("--agent", metavar="NAME", help="only the runs of this agent")
+    show.add_argument("--step", metavar="STEP_ID", help="one step in full: its arguments and result (or its seq)")
+    show.add_argument("--full", action="store_true", help="do not shorten arguments, results and output")
     show.set_defaults(handler=_cmd_show)
     demo = sub.add_parser(
         "demo", help="record a four-step demo agent, then replay it: as recorded, with drift, a miss, an override"
@@ -170,6 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     _backends.register(sub)
     _store.register(sub)
     _regression.register(sub)
+    _conform.register(sub)
     return parser
 
 
@@ -178,13 +295,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     # Into a pipe or a file, lines are not wrapped: what is printed stays greppable.
-    out = Console(highlight=False, soft_wrap=not sys.stdout.isatty())
-    err = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
+    # (and not cropped at 80 columns: a tree label keeps its tokens and cost at the end of the line)
+    out = PipeConsole(highlight=False, soft_wrap=not sys.stdout.isatty(), width=None if sys.stdout.isatty() else _WIDE)
+    err = PipeConsole(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
     try:
         return int(args.handler(args, out, err))
     except AgentReplayError as exc:
         err.print(f"[red]error:[/red] {escape(str(exc))}")
         return 2
+    except BrokenPipeError:
+        return _reader_went_away()
+
+
+_WIDE = 4000
+
+BROKEN_PIPE = 141
+"""Exit status when the reader of our output went away (``show --json | head``): 128 + SIGPIPE, as a shell reports."""
+
+
+def _reader_went_away() -> int:
+    """The pipe we wrote to was closed: stop quietly, and keep Python's exit-time flush from complaining."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    return BROKEN_PIPE
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import re
+import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -18,8 +20,9 @@ from rich.table import Table
 
 from otel_agent_replay.capture import DEFAULT_REDACTOR
 from otel_agent_replay.comparison import STRICT, Policy, compare, short
-from otel_agent_replay.core import SideEffect, StepKind, TapeFormatError, TapeNotFoundError
-from otel_agent_replay.tape import Tape, iter_spans, load_tape
+from otel_agent_replay.core import SideEffect, StepKind, TapeFormatError, TapeNotFoundError, TapeWarning
+from otel_agent_replay.core import attributes as A
+from otel_agent_replay.tape import Run, Tape, iter_spans, load_tape
 
 from ._output import dump_json
 
@@ -28,12 +31,14 @@ CHECK_FORMAT = 1
 CHECK_SECRET = 2
 CHECK_STALE = 4
 CHECK_VERSIONS = 8
+CHECK_PROVENANCE = 16
 
 _CHECK_EPILOG = (
-    "exit status: 0 all good; otherwise the OR of 1 (a tape is missing or malformed), 2 (a value matches "
-    "a default secret pattern or sits under a secret key: it was recorded unredacted), 4 (stale: a run "
-    "older than --max-age-days, or a step past its expires_at), 8 (steps of one tool disagree on "
-    "tool_version)."
+    "exit status: 0 all good; otherwise the OR of 1 (a tape is missing, malformed or empty, its last line is "
+    "torn, or a run is incomplete: its run span never reached the tape), 2 (a value matches a default secret "
+    "pattern or sits under a secret key: it was recorded unredacted), 4 (stale: a run older than --max-age, or "
+    "a step past its expires_at), 8 (steps of one tool disagree on tool_version), 16 (with --provenance: a run "
+    "or model step lacks what it was captured with: SDK version, recorded_at, provider, model)."
 )
 
 _PROGRESS_TAPES = 4
@@ -116,7 +121,7 @@ def tape_stats(tapes: Iterable[Tape]) -> list[dict[str, Any]]:
     per_tool: dict[str, _ToolStats] = defaultdict(_ToolStats)
     for tape in tapes:
         for run in tape.runs:
-            seen: set[str] = set()
+            seen: set[tuple[str, object]] = set()
             for step in run.steps:
                 stats = per_tool[step.tool]
                 stats.calls += 1
@@ -124,9 +129,10 @@ def tape_stats(tapes: Iterable[Tape]) -> list[dict[str, Any]]:
                 stats.total_ns += max(step.duration_ns, 0)
                 stats.max_ns = max(stats.max_ns, step.duration_ns)
                 stats.side_effect = ("model" if step.kind == StepKind.LLM else step.side_effect) or stats.side_effect
-                if step.call_key in seen:
-                    stats.retries += 1  # the same call again in one run
-                seen.add(step.call_key)
+                call = (step.call_key, step.attributes.get(A.TARGET))
+                if call in seen:
+                    stats.retries += 1  # the same call on the same target again in one run
+                seen.add(call)
     return [per_tool[name].to_json(name) for name in sorted(per_tool)]
 
 
@@ -162,17 +168,26 @@ class Finding:
     """One problem ``check`` found."""
 
     kind: str
-    """``format``, ``secret``, ``stale`` or ``versions``."""
+    """``format``, ``secret``, ``stale``, ``versions`` or ``provenance``."""
     where: str
+    """``file:line`` when the problem is on one line, else the tape and run."""
     message: str
 
 
-_BITS = {"format": CHECK_FORMAT, "secret": CHECK_SECRET, "stale": CHECK_STALE, "versions": CHECK_VERSIONS}
+_BITS = {
+    "format": CHECK_FORMAT,
+    "secret": CHECK_SECRET,
+    "stale": CHECK_STALE,
+    "versions": CHECK_VERSIONS,
+    "provenance": CHECK_PROVENANCE,
+}
 
 
-def _secret_findings(path: str) -> list[Finding]:
+def _secret_findings(path: str, lines: dict[str, int]) -> list[Finding]:
+    """Secrets the default redaction would remove; fills ``lines`` (span id → line) on the way."""
     found = []
     for record in iter_spans(path):
+        lines.setdefault(record.span_id, record.line)
         for key, value in record.attributes.items():
             if not isinstance(value, str):
                 continue
@@ -196,37 +211,112 @@ def _secret_findings(path: str) -> list[Finding]:
     return found
 
 
-def check_tapes(paths: Iterable[str], *, max_age_days: float | None = None) -> list[Finding]:
+def _when(text: str) -> _dt.datetime | None:
+    try:
+        when = _dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=_dt.timezone.utc)
+
+
+def _provenance_findings(path: str, run: Run, lines: dict[str, int]) -> list[Finding]:
+    found = []
+    if run.complete:
+        missing = [
+            name
+            for name, attr in (("SDK version", A.SDK_VERSION), ("recorded_at", A.RECORDED_AT))
+            if not run.attributes.get(attr)
+        ]
+        if missing:
+            found.append(
+                Finding(
+                    "provenance",
+                    f"{path}:{lines.get(run.span_id, 0)}",
+                    f"run {run.run_id} is not stamped with its {' and '.join(missing)} (recorded by another writer "
+                    "or an older SDK); re-record it so the tape says what it was captured with",
+                )
+            )
+    for step in run.steps:
+        if step.kind != StepKind.LLM:
+            continue
+        gaps = [
+            name
+            for name, value in (
+                ("provider", step.provider),
+                ("request model", step.model),
+                ("response model", step.attributes.get(A.GEN_AI_RESPONSE_MODEL)),
+            )
+            if not value
+        ]
+        if gaps:
+            found.append(
+                Finding(
+                    "provenance",
+                    f"{path}:{lines.get(step.span_id, 0)}",
+                    f"model step {step.step_id} of run {run.run_id} has no {', '.join(gaps)}; declare "
+                    "@model_call(provider=..., model=...) and return the response's model",
+                )
+            )
+    return found
+
+
+def check_tapes(paths: Iterable[str], *, max_age_days: float | None = None, provenance: bool = False) -> list[Finding]:
     """Everything ``check`` reports for these tapes."""
     findings: list[Finding] = []
     versions: dict[str, dict[str, str]] = defaultdict(dict)
     now = _dt.datetime.now(_dt.timezone.utc)
     for path in paths:
-        try:
-            tape = load_tape(path)
-        except (TapeFormatError, TapeNotFoundError) as exc:
-            findings.append(Finding("format", path, str(exc)))
-            continue
-        findings.extend(_secret_findings(path))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TapeWarning)  # each is a finding below
+            try:
+                tape = load_tape(path)
+            except (TapeFormatError, TapeNotFoundError) as exc:
+                findings.append(Finding("format", path, str(exc)))
+                continue
+            lines: dict[str, int] = {}
+            findings.extend(_secret_findings(path, lines))
+        if not tape.runs and not tape.warnings:
+            empty = Path(path).stat().st_size == 0
+            what = "is empty (0 bytes)" if empty else "holds no spans"
+            findings.append(
+                Finding("format", f"{path}:1", f"the tape {what}: the recording never wrote a span; re-record it")
+            )
+        for warning in tape.warnings:
+            where, _, message = warning.partition(": ")
+            findings.append(Finding("format", where, message))
         for run in tape.runs:
-            if max_age_days is not None and run.recorded_at:
-                when = _dt.datetime.fromisoformat(run.recorded_at)
+            if not run.complete:
+                first = min((lines.get(s.span_id, 0) for s in run.steps), default=0)
+                findings.append(
+                    Finding(
+                        "format",
+                        f"{path}:{first}",
+                        f"run {run.run_id} is incomplete: its {len(run.steps)} step(s) are on the tape but its run "
+                        "span never reached it (the process died mid-run, or the tape was cut); re-record it",
+                    )
+                )
+            if provenance:
+                findings.extend(_provenance_findings(path, run, lines))
+            when = _when(run.recorded_at) if run.recorded_at else None
+            if max_age_days is not None and when is not None:
                 age = (now - when).total_seconds() / 86400
                 if age > max_age_days:
                     findings.append(
                         Finding(
                             "stale",
-                            f"{path} run {run.run_id}",
-                            f"recorded {age:.1f} days ago, older than --max-age-days {max_age_days:g}; re-record it",
+                            f"{path}:{lines.get(run.span_id, 0)}",
+                            f"run {run.run_id} was recorded {age:.1f} days ago, older than --max-age "
+                            f"{max_age_days:g} days; re-record it",
                         )
                     )
             for step in run.steps:
-                if step.expires_at and _dt.datetime.fromisoformat(step.expires_at) < now:
+                expires = _when(step.expires_at) if step.expires_at else None
+                if expires is not None and expires < now:
                     findings.append(
                         Finding(
                             "stale",
-                            f"{path} run {run.run_id} seq {step.seq}",
-                            f"{step.tool} expired at {step.expires_at}; re-record it",
+                            f"{path}:{lines.get(step.span_id, 0)}",
+                            f"{step.tool} (run {run.run_id} seq {step.seq}) expired at {step.expires_at}; re-record it",
                         )
                     )
                 if step.tool_version is not None:
@@ -238,8 +328,21 @@ def check_tapes(paths: Iterable[str], *, max_age_days: float | None = None) -> l
     return findings
 
 
+_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+_UNIT_DAYS = {"s": 1 / 86400, "m": 1 / 1440, "h": 1 / 24, "d": 1.0, "w": 7.0, "": 1 / 86400}
+
+
+def age_days(text: str) -> float:
+    """``--max-age``: ``30d``, ``12h``, ``2w``, ``90m`` or seconds, as days."""
+    match = _AGE.match(text)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number with a unit: 30d, 12h, 2w, 90m, or seconds")
+    return float(match.group(1)) * _UNIT_DAYS[match.group(2)]
+
+
 def _cmd_check(args: argparse.Namespace, out: Console, err: Console) -> int:
-    findings = check_tapes(_with_progress(list(args.tapes), err), max_age_days=args.max_age_days)
+    max_age = args.max_age if args.max_age is not None else args.max_age_days
+    findings = check_tapes(_with_progress(list(args.tapes), err), max_age_days=max_age, provenance=args.provenance)
     status = 0
     for finding in findings:
         status |= _BITS[finding.kind]
@@ -287,9 +390,15 @@ def register(sub: Any) -> None:
         "check", help="check tapes: format, unredacted secrets, staleness, tool versions", epilog=_CHECK_EPILOG
     )
     check.add_argument("tapes", nargs="+", help="one or more tapes")
-    check.add_argument("--max-age-days", type=float, default=None, help="runs older than this are stale")
+    check.add_argument("--max-age", type=age_days, default=None, help="runs older than this are stale: 30d, 12h, 2w")
+    check.add_argument("--max-age-days", type=float, default=None, help="the same in days (older spelling)")
+    check.add_argument(
+        "--provenance",
+        action="store_true",
+        help="also report runs and model steps not stamped with what they were captured with (exit bit 16)",
+    )
     check.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
     check.set_defaults(handler=_cmd_check)
 
 
-__all__ = ["Finding", "check_tapes", "register", "tape_stats"]
+__all__ = ["Finding", "age_days", "check_tapes", "register", "tape_stats"]

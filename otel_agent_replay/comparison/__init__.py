@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ._compare import STRICT, Comparison, Policy, compare
 from ._diff import Difference, describe, json_changes, short
+from ._shape import Shape, ShapeChange, json_type, shape_changes, shape_of
 from ._views import ObservedCall, RunView
 
 __all__ = [
@@ -16,8 +17,13 @@ __all__ = [
     "ObservedCall",
     "Policy",
     "RunView",
+    "Shape",
+    "ShapeChange",
     "compare",
     "describe",
     "json_changes",
+    "json_type",
+    "shape_changes",
+    "shape_of",
     "short",
 ]

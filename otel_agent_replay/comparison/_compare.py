@@ -1,7 +1,8 @@
 """``compare(a, b)``: a semantic comparison of two runs, behaviour before data.
 
 The order separates what the agent did from what it got: same task; the step tree
-(tool names and causal parents) aligned by step_id; arguments (already normalised and
+(tool names, the order of steps that ran one after the other, causal parents) aligned by
+step_id; arguments (already normalised and
 redacted at capture); results; error types; side-effect calls; the final output. A
 ``Policy`` says per JSON path what to ignore, how to normalise, and which lists are
 compared without regard to order.
@@ -47,6 +48,7 @@ KIND_ORDER: tuple[DivergenceKind, ...] = (
     DivergenceKind.STEP_MISSING,
     DivergenceKind.STEP_EXTRA,
     DivergenceKind.TOOL,
+    DivergenceKind.ORDER,
     DivergenceKind.PARENT,
     DivergenceKind.ARGS,
     DivergenceKind.RESULT,
@@ -193,7 +195,39 @@ def _compare_runs(left: Run, right: Run, policy: Policy) -> list[Difference]:
     for step in right.steps:
         if step.step_id not in left_ids:
             out.append(_diff(DivergenceKind.STEP_EXTRA, step.step_id, "", ABSENT, _step_face(step)))
+    if not policy.ignored("order"):
+        out.extend(order_differences(left.steps, right.steps))
     out.extend(_values(DivergenceKind.OUTPUT, "", "output", left.output, right.output, policy, ""))
+    return out
+
+
+def _before(first: Step, second: Step) -> bool:
+    """``first`` ended before ``second`` started: they ran one after the other (happens-before)."""
+    return first.end_ns <= second.start_ns and first.end_ns > 0
+
+
+def order_differences(left: Iterable[Step], right: Iterable[Step]) -> list[Difference]:
+    """``order`` differences: two steps (aligned by step_id) that ran one after the other on the
+    left ran the other way round on the right. Steps that overlapped in time on either side are
+    concurrent (a gather, a thread pool, a step and the steps inside it) and never differ in order.
+    """
+    right_by_id = {s.step_id: s for s in right}
+    common = sorted((s for s in left if s.step_id in right_by_id), key=lambda s: (s.start_ns, s.seq))
+    out: list[Difference] = []
+    for j, later in enumerate(common):
+        later_right = right_by_id[later.step_id]
+        for earlier in common[:j]:
+            earlier_right = right_by_id[earlier.step_id]
+            if _before(earlier, later) and _before(later_right, earlier_right):
+                out.append(
+                    _diff(
+                        DivergenceKind.ORDER,
+                        later.step_id,
+                        "order",
+                        f"{earlier.step_id} before {later.step_id}",
+                        f"{later.step_id} before {earlier.step_id}",
+                    )
+                )
     return out
 
 

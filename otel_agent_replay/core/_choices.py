@@ -87,8 +87,9 @@ class DivergenceKind(Choice):
     """One vocabulary for what differs: a replay's report and ``compare``'s differences.
 
     A replay reports ``drift``, ``miss``, ``out_of_bounds``, ``refused``, ``unused``, ``stale``,
-    ``expired`` and ``run_count``; ``compare`` reports ``run_count`` and the kinds from ``task`` to ``output``,
-    in the order listed (behaviour before data).
+    ``expired``, ``run_count`` and ``order``; ``compare`` reports ``run_count`` and the kinds from
+    ``task`` to ``output``, in the order listed (behaviour before data). ``order``: two steps that ran
+    one after the other on one side ran the other way round on the other side.
     """
 
     DRIFT = "drift"
@@ -105,6 +106,7 @@ class DivergenceKind(Choice):
     STEP_MISSING = "step_missing"
     STEP_EXTRA = "step_extra"
     TOOL = "tool"
+    ORDER = "order"
     PARENT = "parent"
     ARGS = "args"
     RESULT = "result"

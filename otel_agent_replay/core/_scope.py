@@ -42,6 +42,7 @@ class Scope(Generic[H, S]):
         """Learn what a decorated function returned (nothing, unless a subclass keeps it)."""
 
     def __enter__(self) -> H:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         handle, state = self._start()
         self._entered.append(state)
         return handle
@@ -49,14 +50,17 @@ class Scope(Generic[H, S]):
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         self._stop(self._entered.pop(), exc)
 
     async def __aenter__(self) -> H:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         return self.__enter__()
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         self.__exit__(exc_type, exc, tb)
 
     def __call__(self, fn: F) -> F:
@@ -65,6 +69,7 @@ class Scope(Generic[H, S]):
 
             @functools.wraps(fn)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                __tracebackhide__ = True  # pytest shows the user's frames, not ours
                 block = self._for_call(args, kwargs)
                 async with block as handle:
                     result = await fn(*args, **kwargs)
@@ -75,6 +80,7 @@ class Scope(Generic[H, S]):
 
         @functools.wraps(fn)
         def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # pytest shows the user's frames, not ours
             block = self._for_call(args, kwargs)
             with block as handle:
                 result = fn(*args, **kwargs)

@@ -6,7 +6,7 @@ The context variables that carry the active run, recording and replay live here 
 from __future__ import annotations
 
 from ._decorators import model_call, tool
-from ._runs import RunHandle, agent_run
+from ._runs import RunHandle, agent_commit, agent_run
 from ._runtime import RunState, StepIds, active_run, current_recording, current_replay, current_run
 from ._spec import ToolSpec, make_spec, positive_seconds, tool_spec
 from ._steps import (
@@ -28,6 +28,7 @@ __all__ = [
     "StepInFlight",
     "ToolSpec",
     "active_run",
+    "agent_commit",
     "agent_run",
     "call_recorded",
     "call_recorded_async",

@@ -30,6 +30,7 @@ def _wrap(fn: F, spec: ToolSpec) -> F:
 
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # pytest shows the user's frames, not ours
             session = current_replay.get()
             if session is not None:
                 return await session.call_async(spec, async_fn, args, kwargs)
@@ -40,6 +41,7 @@ def _wrap(fn: F, spec: ToolSpec) -> F:
 
         @functools.wraps(fn)
         def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # pytest shows the user's frames, not ours
             session = current_replay.get()
             if session is not None:
                 return session.call(spec, fn, args, kwargs)

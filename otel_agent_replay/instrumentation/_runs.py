@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import inspect
+import os
+import platform
+import shutil
+import subprocess
 import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -13,7 +18,7 @@ from opentelemetry import trace
 from opentelemetry.trace import INVALID_SPAN, Link, Span, SpanKind
 
 from otel_agent_replay.capture import DEFAULT_CAPTURE, Capture, bind_arguments, capture_json, hash_text
-from otel_agent_replay.core import ConfigurationError, Scope
+from otel_agent_replay.core import ConfigurationError, Scope, __version__
 from otel_agent_replay.core import attributes as A
 
 from ._runtime import (
@@ -53,6 +58,33 @@ class RunHandle:
 
     def __repr__(self) -> str:
         return f"RunHandle(run_id={self.run_id!r}, agent_name={self.agent_name!r}, trace_id={self.trace_id!r})"
+
+
+@functools.lru_cache(maxsize=1)
+def agent_commit() -> str | None:
+    """The commit of the git checkout the agent runs in (``git rev-parse HEAD`` in the working
+    directory), looked up once per process; None outside a checkout, without git, or on any failure.
+    A failure here never reaches the agent."""
+    git = shutil.which("git")
+    if git is None:
+        return None
+    try:
+        done = subprocess.run(
+            [git, "rev-parse", "HEAD"],
+            cwd=os.getcwd(),
+            capture_output=True,
+            text=True,
+            timeout=2,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    commit = done.stdout.strip()
+    return commit if done.returncode == 0 and len(commit) in (40, 64) else None
+
+
+_PYTHON = f"{platform.python_implementation()} {platform.python_version()}"
 
 
 _Entered = tuple[RunState, RunHandle, list[Callable[[], None]], ReplayHook | None]
@@ -113,7 +145,12 @@ class agent_run(Scope[RunHandle, _Entered]):
             A.MODE: A.MODE_RECORD,
             A.SCHEMA_VERSION_ATTR: A.SCHEMA_VERSION,
             A.RECORDED_AT: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds"),
+            A.SDK_VERSION: __version__,
+            A.PYTHON_VERSION: _PYTHON,
         }
+        commit = agent_commit()
+        if commit is not None:
+            attrs[A.AGENT_COMMIT] = commit
         if self.conversation_id is not None:
             attrs[A.GEN_AI_CONVERSATION_ID] = self.conversation_id
         if self.agent_version is not None:

@@ -36,6 +36,7 @@ class RunState:
         "_counts",
         "_lock",
         "_seq",
+        "_targets",
         "agent_name",
         "capture",
         "last_model_step_id",
@@ -56,15 +57,18 @@ class RunState:
         """The replay run this run is matched to, during a replay."""
         self._seq = 0
         self._counts: dict[tuple[str, str], int] = {}
+        self._targets: dict[int, tuple[object, str]] = {}
         self._lock = threading.Lock()
 
-    def next_step(self, name: str, enclosing_step_id: str | None) -> StepIds:
+    def next_step(self, name: str, enclosing_step_id: str | None, *, model: bool = False) -> StepIds:
         """Take the next seq and derive step_id and parent_step_id.
 
         step_id is ``name#n`` (the nth call of that tool or model function in its scope),
         prefixed by the enclosing step's id when steps nest: a step inserted elsewhere
-        does not shift it. parent_step_id is the enclosing step, else the most recent
-        finished model step of the run.
+        does not shift it. parent_step_id is the enclosing step; otherwise, for a tool
+        step, the most recent finished model step of the run (the decision that asked for
+        it). A ``model`` step has no parent but its enclosing step: model steps are
+        siblings under the run, so a ReAct loop reads turn after turn, never a staircase.
         """
         scope = enclosing_step_id or ""
         with self._lock:
@@ -72,9 +76,23 @@ class RunState:
             n = self._counts.get((scope, name), 0) + 1
             self._counts[(scope, name)] = n
             seq = self._seq
-            parent = enclosing_step_id if enclosing_step_id else self.last_model_step_id
+            parent = enclosing_step_id or ("" if model else self.last_model_step_id)
         step_id = f"{scope}/{name}#{n}" if scope else f"{name}#{n}"
         return StepIds(seq=seq, step_id=step_id, parent_step_id=parent)
+
+    def target_of(self, receiver: object) -> str:
+        """A run-local name for the object a method step is called on: ``Client#2`` is the second
+        ``Client`` the run's steps were called on. Two objects' calls with the same arguments are
+        then two calls, not a retry. The run holds the objects until it ends, so an id is never reused."""
+        with self._lock:
+            known = self._targets.get(id(receiver))
+            if known is not None and known[0] is receiver:
+                return known[1]
+            kind = type(receiver).__qualname__
+            n = 1 + sum(1 for obj, _ in self._targets.values() if type(obj) is type(receiver))
+            name = f"{kind}#{n}"
+            self._targets[id(receiver)] = (receiver, name)
+            return name
 
     def model_step_done(self, step_id: str) -> None:
         with self._lock:

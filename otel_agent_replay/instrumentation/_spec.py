@@ -37,6 +37,8 @@ class ToolSpec:
     is_async: bool
     provider: str | None = None
     model: str | None = None
+    receiver: str | None = None
+    """The parameter that carries the object a method is called on (``self``), for its target."""
     binder: Binder = field(init=False, compare=False, repr=False)
     """Binds a call to the signature (see ``canonical.make_binder``); made from the fields above."""
     # Derived once, so the step path compares a bool and writes plain strings (an enum's class
@@ -45,15 +47,20 @@ class ToolSpec:
     """True for a model call."""
     kind_value: str = field(init=False, compare=False, repr=False)
     """``kind`` as the plain string the span carries."""
-    side_effect_value: str | None = field(init=False, compare=False, repr=False)
-    """``side_effect`` as the plain string the span carries."""
+    side_effect_value: str = field(init=False, compare=False, repr=False)
+    """The ``agent_replay.side_effect`` every step carries: the declaration, ``undeclared`` spelled
+    out, and ``read_only`` for a model step that declared nothing."""
 
     def __post_init__(self) -> None:
         put = object.__setattr__
         put(self, "binder", make_binder(self.signature, self.leave_out))
         put(self, "is_llm", self.kind == StepKind.LLM)
         put(self, "kind_value", self.kind.value)
-        put(self, "side_effect_value", None if self.side_effect is None else self.side_effect.value)
+        if self.side_effect is not None:
+            effect = self.side_effect.value
+        else:
+            effect = SideEffect.READ_ONLY.value if self.is_llm else SideEffect.UNDECLARED.value
+        put(self, "side_effect_value", effect)
 
     @property
     def read_only(self) -> bool:
@@ -106,6 +113,7 @@ def make_spec(
         )
     is_method = "." in fn.__qualname__.rsplit("<locals>.", 1)[-1]
     leave_out = context_parameters(signature, is_method=is_method) | ignored
+    params = list(signature.parameters)
     return ToolSpec(
         name=name or fn.__name__,
         kind=kind,
@@ -118,4 +126,5 @@ def make_spec(
         is_async=inspect.iscoroutinefunction(fn),
         provider=provider,
         model=model,
+        receiver=params[0] if is_method and params and params[0] == "self" else None,
     )

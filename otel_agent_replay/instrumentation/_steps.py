@@ -77,6 +77,9 @@ class StepInFlight:
                 messages = messages_json(redacted)
                 if messages is not None:
                     attrs[A.GEN_AI_OUTPUT_MESSAGES] = messages
+                response_model = _response_model(result)
+                if response_model is not None:
+                    attrs[A.GEN_AI_RESPONSE_MODEL] = response_model
             if captured.truncated:
                 attrs[A.RESULT_TRUNCATED] = True
                 attrs[A.RESULT_SHA256] = captured.sha256 or ""
@@ -110,6 +113,8 @@ class Prepared:
     captured: CapturedArgs
     in_context: bool
     """False when the call joined the only active run from a thread without its context."""
+    target: str | None = None
+    """For a method step: the run-local name of the object it was called on (``Client#1``)."""
 
 
 def prepare(spec: ToolSpec, run: RunState, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Prepared:
@@ -121,7 +126,12 @@ def prepare(spec: ToolSpec, run: RunState, args: tuple[Any, ...], kwargs: dict[s
     captured = capture_args(spec.name, bound, run.capture)
     in_context = current_run.get() is run
     enclosing = current_step.get() if in_context else None
-    return Prepared(run, run.next_step(spec.name, enclosing), captured, in_context)
+    target = None
+    if spec.receiver is not None:
+        receiver = args[0] if args else kwargs.get(spec.receiver)
+        if receiver is not None:
+            target = run.target_of(receiver)
+    return Prepared(run, run.next_step(spec.name, enclosing, model=spec.is_llm), captured, in_context, target)
 
 
 def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]]:
@@ -136,8 +146,6 @@ def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]
             A.GEN_AI_TOOL_CALL_ARGUMENTS: captured.json,
         }
         span_name = A.tool_span_name(spec.name)
-        if spec.side_effect_value is not None:
-            attrs[A.SIDE_EFFECT] = spec.side_effect_value
     else:
         model = spec.model or _model_from_args(captured.value) or spec.name
         attrs = {A.GEN_AI_OPERATION_NAME: A.OP_CHAT, A.GEN_AI_REQUEST_MODEL: model, A.FUNCTION: spec.name}
@@ -153,7 +161,10 @@ def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]
     attrs[A.PARENT_STEP_ID] = ids.parent_step_id
     attrs[A.SEQ] = ids.seq
     attrs[A.KIND] = spec.kind_value
+    attrs[A.SIDE_EFFECT] = spec.side_effect_value
     attrs[A.CALL_KEY] = captured.call_key
+    if prep.target is not None:
+        attrs[A.TARGET] = prep.target
     if spec.version is not None:
         attrs[A.TOOL_VERSION] = spec.version
     if spec.ttl is not None:
@@ -194,6 +205,15 @@ def _begin(spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Ste
     return start_step(spec, prep)
 
 
+def _response_model(result: object) -> str | None:
+    """The model that answered: a result's ``model`` (a mapping's key or an attribute), when it is text."""
+    try:
+        model = result.get("model") if isinstance(result, dict) else getattr(result, "model", None)
+    except Exception:  # a property of the user's object: never fail the step for provenance
+        return None
+    return model if isinstance(model, str) and model else None
+
+
 def _model_from_args(value: object) -> str | None:
     if isinstance(value, dict):
         model = value.get("model")
@@ -204,6 +224,7 @@ def _model_from_args(value: object) -> str | None:
 
 def call_recorded(spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run the real function, as a recorded step when a run is active."""
+    __tracebackhide__ = True  # pytest shows the user's frames, not ours
     step = _begin(spec, args, kwargs)
     if step is None:
         return fn(*args, **kwargs)
@@ -220,6 +241,7 @@ async def call_recorded_async(
     spec: ToolSpec, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """``call_recorded`` for coroutine functions."""
+    __tracebackhide__ = True  # pytest shows the user's frames, not ours
     step = _begin(spec, args, kwargs)
     if step is None:
         return await fn(*args, **kwargs)

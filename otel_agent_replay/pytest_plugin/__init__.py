@@ -2,6 +2,22 @@
 
 from __future__ import annotations
 
-from ._plugin import agent_tape, pytest_addoption, pytest_configure, pytest_runtest_call, safe_name
+from ._plugin import (
+    PytestHints,
+    agent_tape,
+    pytest_addoption,
+    pytest_configure,
+    pytest_runtest_call,
+    pytest_runtest_makereport,
+    safe_name,
+)
 
-__all__ = ["agent_tape", "pytest_addoption", "pytest_configure", "pytest_runtest_call", "safe_name"]
+__all__ = [
+    "PytestHints",
+    "agent_tape",
+    "pytest_addoption",
+    "pytest_configure",
+    "pytest_runtest_call",
+    "pytest_runtest_makereport",
+    "safe_name",
+]

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import re
+import shlex
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,13 +25,28 @@ from typing import Any
 
 import pytest
 
-from otel_agent_replay.core import ConfigurationError, RecordMode, TapeStale
-from otel_agent_replay.replayer import ReplaySession, replay
+from otel_agent_replay.core import ConfigurationError, RecordMode, ReplayDivergence, TapeNotFoundError, TapeStale
+from otel_agent_replay.replayer import Hints, ReplayOptions, ReplaySession, conform, load_tools, replay
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _DOTS = re.compile(r"\.{2,}")
 _MAX_NAME = 120
 _STATE = pytest.StashKey["_TapeState"]()
+_NOT_READY = pytest.StashKey[str]()
+"""Why the test's replay could not start (no tape, a stale tape): the test fails with it, not its setup."""
+
+
+@dataclass(frozen=True)
+class PytestHints(Hints):
+    """Hints in pytest's words: the plugin's option, the marker, and the test to run again."""
+
+    nodeid: str
+
+    def mode(self, mode: str) -> str:
+        return f"pytest {shlex.quote(self.nodeid)} --agent-record-mode={mode}"
+
+    def option(self, text: str) -> str:
+        return f"@pytest.mark.agent_tape({text})"
 
 
 @dataclass
@@ -65,6 +82,44 @@ def pytest_configure(config: pytest.Config) -> None:
         "options such as stub=, allow_unused=, overrides=, fallbacks=; fail_on_live_calls=, "
         "fail_on_side_effects=, fail_on_drift=, fail_on_unused= switch the end-of-test checks",
     )
+    config.addinivalue_line(
+        "markers",
+        "agent_conform(tools, tapes=None): call each read-only tool on the tapes (default: every tape of "
+        "this test module) once, live, and fail when its answer's shape differs from the fixtures'",
+    )
+
+
+def runnable_id(item: pytest.Item) -> str:
+    """The test's id as typed where pytest was started (a node id is relative to the rootdir)."""
+    where = os.path.relpath(Path(str(item.path)), item.config.invocation_params.dir)
+    _, sep, rest = item.nodeid.partition("::")
+    return f"{where}{sep}{rest}"
+
+
+def _conform(item: pytest.Item) -> None:
+    """``@pytest.mark.agent_conform(tools, tapes=None)``: each read-only tool on the tapes (default:
+    every tape of this test module) is called once, live; the test fails when one answers in
+    another shape than its fixtures."""
+    __tracebackhide__ = True
+    marker = item.get_closest_marker("agent_conform")
+    if marker is None:
+        return
+    tools = marker.args[0] if marker.args else marker.kwargs.get("tools")
+    if tools is None:
+        raise ConfigurationError(f"{item.nodeid}: @pytest.mark.agent_conform needs tools= (a module, list or mapping)")
+    if isinstance(tools, str):
+        tools = load_tools(tools)
+    given = marker.kwargs.get("tapes")
+    folder = tape_path_for(item, None).parent
+    if given is None:
+        tapes = sorted(folder.glob("*.jsonl"))
+    else:
+        tapes = [tape_path_for(item, name) for name in ((given,) if isinstance(given, str) else given)]
+    if not tapes:
+        pytest.fail(f"agent_conform: no tapes in {folder}; record them first, or name them with tapes=", False)
+    result = conform(tapes, tools)
+    if not result.ok:
+        pytest.fail(f"the live tools no longer answer like the fixtures on {len(tapes)} tape(s):\n{result}", False)
 
 
 def safe_name(text: str) -> str:
@@ -110,11 +165,20 @@ def agent_tape(request: pytest.FixtureRequest) -> Iterator[ReplaySession]:
     config = request.config
     mode = options.pop("mode", None) or config.getoption("agent_record_mode") or config.getini("agent_record_mode")
     path = tape_path_for(request.node, given)
-    context = replay(path, mode=mode, **options)
+    hints = PytestHints(runnable_id(request.node))
+    context = replay(path, ReplayOptions(hints=hints), mode=mode, **options)
     try:
         session = context.__enter__()
+    except TapeNotFoundError:
+        request.node.stash[_NOT_READY] = (
+            f"no tape for this test at {path} (mode {mode!r}). Record it once, live: {hints.mode('once')}"
+        )
+        yield None  # type: ignore[misc]  # pytest_runtest_call fails the test before its body runs
+        return
     except TapeStale as exc:
-        pytest.fail(f"stale tape: {exc}", pytrace=False)
+        request.node.stash[_NOT_READY] = f"stale tape: {exc}"
+        yield None  # type: ignore[misc]
+        return
     state = _TapeState(context, session, checks)
     request.node.stash[_STATE] = state
     try:
@@ -157,8 +221,29 @@ def _finish(state: _TapeState, failed: bool) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, object, object]:
+    """A replay divergence's report starts with the divergence; the traceback (SDK frames hidden) follows."""
+    report = yield
+    excinfo = call.excinfo
+    if (
+        isinstance(report, pytest.TestReport)
+        and report.failed
+        and excinfo is not None
+        and excinfo.errisinstance(ReplayDivergence)
+    ):
+        where = item.repr_failure(excinfo)  # pytest's own traceback, as --tb says, SDK frames hidden
+        report.longrepr = f"{excinfo.typename}: {excinfo.value}\n\nwhere the agent met it:\n{where}"
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """End the replay right after the test body; a test whose replay could not start fails instead
+    of running (its body never runs live by accident)."""
     __tracebackhide__ = True
+    reason = item.stash.get(_NOT_READY, None)
+    if reason is not None:
+        pytest.fail(reason, pytrace=False)
     try:
         result = yield
     except BaseException:
@@ -169,4 +254,5 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     state = item.stash.get(_STATE, None)
     if state is not None and not state.finished:
         _finish(state, failed=False)
+    _conform(item)
     return result

@@ -2,9 +2,28 @@
 
 from __future__ import annotations
 
+from ._conform import CHANGED, ERROR, OK, SKIPPED, Conformance, ToolConformance, conform, load_tools, tools_from
 from ._ledger import Divergence, ReplayStats
+from ._messages import API_HINTS, Hints
 from ._options import ReplayOptions
 from ._replay import replay
 from ._session import ReplaySession
 
-__all__ = ["Divergence", "ReplayOptions", "ReplaySession", "ReplayStats", "replay"]
+__all__ = [
+    "API_HINTS",
+    "CHANGED",
+    "ERROR",
+    "OK",
+    "SKIPPED",
+    "Conformance",
+    "Divergence",
+    "Hints",
+    "ReplayOptions",
+    "ReplaySession",
+    "ReplayStats",
+    "ToolConformance",
+    "conform",
+    "load_tools",
+    "replay",
+    "tools_from",
+]

@@ -100,7 +100,8 @@ class Divergence:
     """One way the replayed behaviour differed from the recording (an entry of ``ReplaySession.report``)."""
 
     kind: DivergenceKind
-    """``drift``, ``miss``, ``out_of_bounds``, ``refused``, ``unused``, ``stale``, ``expired`` or ``run_count``."""
+    """``drift``, ``miss``, ``out_of_bounds``, ``refused``, ``unused``, ``stale``, ``expired``, ``run_count``
+    or ``order`` (``out_of_bounds`` and ``order`` are reported, not raised)."""
     run_id: str
     """The recorded run's id ("" when there was none to replay)."""
     tool: str
@@ -163,6 +164,7 @@ class Ledger:
 
     def fail(self, error: ReplayDivergence, run_id: str, tool: str, position: int, seq: int | None) -> NoReturn:
         """Note a divergence and raise its error."""
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         self.diverge(DivergenceKind(error.kind), run_id, tool, position, seq, str(error))
         with self._lock:
             self.raised.append(error)

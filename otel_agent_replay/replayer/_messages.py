@@ -7,6 +7,7 @@ recordings, and end with the command or option that fixes it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from otel_agent_replay.comparison import describe, json_changes, short
@@ -17,6 +18,27 @@ if TYPE_CHECKING:
     from otel_agent_replay.instrumentation import Prepared, ToolSpec
 
 _LONG = 160
+
+
+@dataclass(frozen=True)
+class Hints:
+    """How a fix is spelled where the replay runs, so every hint is runnable as printed.
+
+    The default speaks the Python API (``replay(..., mode='all')``, ``stub=(...)``); the pytest
+    plugin gives each test's replay one that speaks its options and marker.
+    """
+
+    def mode(self, mode: str) -> str:
+        """How to replay (or record) again in ``mode``."""
+        return f"replay(..., mode={mode!r})"
+
+    def option(self, text: str) -> str:
+        """How to pass one replay option, given as ``name=value``."""
+        return f"replay(..., {text})"
+
+
+API_HINTS = Hints()
+"""Hints in the Python API's words."""
 
 
 def ordinal(n: int) -> str:
@@ -33,7 +55,9 @@ def _run_label(bound: Any) -> str:
     return f"run {run.run_id} ({run.agent_name or 'agent'})"
 
 
-def drift_error(bound: Any, recorded: Step, spec: ToolSpec, prep: Prepared, n: int, mode: RecordMode) -> TapeDrift:
+def drift_error(
+    bound: Any, recorded: Step, spec: ToolSpec, prep: Prepared, n: int, mode: RecordMode, hints: Hints = API_HINTS
+) -> TapeDrift:
     """Same tool at the same position, other arguments."""
     changes = json_changes(recorded.args, prep.captured.value)
     return TapeDrift(
@@ -43,11 +67,19 @@ def drift_error(bound: Any, recorded: Step, spec: ToolSpec, prep: Prepared, n: i
         f"  live     {prep.captured.call_key}  {short(prep.captured.value, _LONG)}\n"
         f"  differs  {describe(changes)}\n"
         f"Replay mode {mode.value!r}: drift is the regression signal and is never recorded over. If the change is "
-        "intended, re-record the tape with replay(..., mode='all') (or delete it and use mode='once')."
+        f"intended, re-record the tape: {hints.mode('all')}."
     )
 
 
-def miss_error(bound: Any, spec: ToolSpec, prep: Prepared, n: int, mode: RecordMode, tape_path: str | None) -> TapeMiss:
+def miss_error(
+    bound: Any,
+    spec: ToolSpec,
+    prep: Prepared,
+    n: int,
+    mode: RecordMode,
+    tape_path: str | None,
+    hints: Hints = API_HINTS,
+) -> TapeMiss:
     """Neither the key nor the position is on the tape."""
     index = getattr(bound, "index", None)
     lines = [
@@ -64,34 +96,37 @@ def miss_error(bound: Any, spec: ToolSpec, prep: Prepared, n: int, mode: RecordM
         lines.append(f"  the recorded run has no call of {spec.name}")
     if spec.side_effect == SideEffect.READ_ONLY:
         fix = (
-            "replay with mode='new_episodes' to run it once, live, and append it to the tape; or serve it "
-            f"with fallbacks={{{spec.name!r}: fake}}; or re-record the tape with mode='all'."
+            f"run it once, live, and append it to the tape: {hints.mode('new_episodes')}; or serve it from a "
+            f"fake: {hints.option(f'fallbacks={{{spec.name!r}: fake}}')}; or re-record the tape: {hints.mode('all')}."
         )
     else:
         fix = (
-            f"{spec.name} is not read-only, so no mode runs it during a replay: re-record the tape with "
-            f"mode='all', or serve it with fallbacks={{{spec.name!r}: fake}}."
+            f"{spec.name} is not read-only, so no mode runs it during a replay: re-record the tape: "
+            f"{hints.mode('all')}; or serve it from a fake: {hints.option(f'fallbacks={{{spec.name!r}: fake}}')}."
         )
     lines.append(f"Replay mode {mode.value!r}. To fix: {fix}")
     return TapeMiss("\n".join(lines))
 
 
-def refused_error(tool: str, declared: SideEffect | None, run_id: str) -> SideEffectRefused:
+def refused_error(tool: str, declared: SideEffect | None, run_id: str, hints: Hints = API_HINTS) -> SideEffectRefused:
     """A tool that is not read-only was called during a replay."""
     what = (
         f"declares side_effect={declared.value!r}" if declared else "declares no side effect (treated as not read-only)"
     )
+    stub = hints.option(f"stub=({tool!r},)")
+    stub_all = hints.option("side_effects='stub'")
+    declare = hints.option(f"declare={{{tool!r}: 'read_only'}}")
     fix = (
-        f"To get its recorded result without running it, pass stub=({tool!r},) or side_effects='stub'."
+        f"To get its recorded result without running it: {stub} (or, for every such tool, {stub_all})."
         if declared
-        else f"If it only reads, declare it: @tool(side_effect='read_only') or replay(..., declare={{{tool!r}: "
-        f"'read_only'}}); to get its recorded result without running it, pass stub=({tool!r},)."
+        else f"If it only reads, declare it: @tool(side_effect='read_only') or {declare}; to get its recorded "
+        f"result without running it: {stub}."
     )
     where = f" in run {run_id}" if run_id else ""
     return SideEffectRefused(f"{tool}{where} {what}, so it never runs during a replay. {fix}")
 
 
-def unused_error(unused: list[tuple[str, Step]], tape_path: str | None) -> TapeUnused:
+def unused_error(unused: list[tuple[str, Step]], tape_path: str | None, hints: Hints = API_HINTS) -> TapeUnused:
     """Recorded steps the replay never asked for."""
     lines = [f"{len(unused)} recorded step(s) on {tape_path or 'the tape'} were never called:"]
     for run_id, step in unused[:12]:
@@ -99,7 +134,7 @@ def unused_error(unused: list[tuple[str, Step]], tape_path: str | None) -> TapeU
     if len(unused) > 12:
         lines.append(f"  … and {len(unused) - 12} more")
     lines.append(
-        "The agent took a shorter path than recorded. If that is intended, re-record (mode='all') or pass "
-        "allow_unused=True."
+        f"The agent took a shorter path than recorded. If that is intended, re-record the tape: {hints.mode('all')}; "
+        f"or let steps go unused: {hints.option('allow_unused=True')}."
     )
     return TapeUnused("\n".join(lines))

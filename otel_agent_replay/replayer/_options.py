@@ -29,6 +29,8 @@ from otel_agent_replay.core import (
 )
 from otel_agent_replay.instrumentation import positive_seconds
 
+from ._messages import API_HINTS, Hints
+
 Overrides = Mapping[str | tuple[str, int], Any]
 """A tool (or ``(tool, n)``: its nth call) → the value or exception served instead of the recorded result."""
 
@@ -74,6 +76,9 @@ class ReplayOptions:
     """``raise`` (``TapeMiss``) or ``error_result``: a tool call the tape does not have is answered
     ``{"error": "unexpected_tool_call", "tool": name}`` (the tool never runs) and counted in
     ``out_of_bounds_calls``; the replay goes on and does not fail on it. Drift stays drift."""
+    hints: Hints = API_HINTS
+    """How the errors spell their fixes: the Python API's words by default (the pytest plugin gives
+    its own, so a failing test says ``--agent-record-mode=all``)."""
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # normalising in a frozen dataclass
@@ -93,6 +98,8 @@ class ReplayOptions:
             declared[name] = SideEffect(effect)
         put(self, "declare", MappingProxyType(declared))
         put(self, "max_age", positive_seconds(self.max_age, "max_age"))
+        if not isinstance(self.hints, Hints):
+            raise ConfigurationError(f"replay(hints={self.hints!r}): give a Hints")
         if not isinstance(self.redactor, Redactor):
             raise ConfigurationError(f"replay(redactor={self.redactor!r}): give a Redactor")
 

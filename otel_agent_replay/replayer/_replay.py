@@ -40,6 +40,7 @@ from otel_agent_replay.instrumentation import current_replay
 from otel_agent_replay.recorder import record
 from otel_agent_replay.tape import Run, Tape, load_tape
 
+from ._messages import Hints
 from ._options import Overrides, ReplayOptions
 from ._session import ReplaySession, select_runs
 
@@ -92,6 +93,7 @@ class replay(Scope[ReplaySession, _Entered]):
     :param on_miss: ``"error_result"`` answers a tool call the tape does not have with
         ``{"error": "unexpected_tool_call", "tool": name}`` instead of raising ``TapeMiss``
         (an out-of-bounds replay: counted in ``out_of_bounds_calls``; the tool never runs).
+    :param hints: how the errors spell their fixes (the pytest plugin passes its own).
     """
 
     def __init__(
@@ -114,6 +116,7 @@ class replay(Scope[ReplaySession, _Entered]):
         stale_versions: StalePolicy | StalePolicyName | None = None,
         redactor: Redactor | None = None,
         on_miss: MissPolicy | MissPolicyName | None = None,
+        hints: Hints | None = None,
     ) -> None:
         super().__init__()
         given = {
@@ -132,6 +135,7 @@ class replay(Scope[ReplaySession, _Entered]):
             "stale_versions": stale_versions,
             "redactor": redactor,
             "on_miss": on_miss,
+            "hints": hints,
         }
         if options is not None and not isinstance(options, ReplayOptions):
             raise ConfigurationError(f"replay(options={options!r}): give a ReplayOptions (or use the keywords)")
@@ -147,6 +151,7 @@ class replay(Scope[ReplaySession, _Entered]):
         return None if isinstance(self.source, Tape) else Path(self.source)
 
     def _start(self) -> tuple[ReplaySession, _Entered]:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         path = self._path()
         recorder: record | None = None
         temp: Path | None = None
@@ -164,16 +169,19 @@ class replay(Scope[ReplaySession, _Entered]):
         return session, _Entered(session, token, recorder, temp)
 
     def _load(self, path: Path | None) -> Tape:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         assert path is not None
         try:
             return load_tape(path)
         except TapeNotFoundError as exc:
+            hints = self.options.hints
             raise TapeNotFoundError(
-                f"{path}: no tape to replay (mode={self.options.record_mode.value!r}); record it first, or use "
-                "mode='once' to record it on the first run"
+                f"{path}: no tape to replay (mode={self.options.record_mode.value!r}); record it first: "
+                f"{hints.mode('once')} records it on the first run"
             ) from exc
 
     def _check_age(self, tape: Tape) -> None:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         max_age = self.options.max_age_seconds
         if max_age is None:
             return
@@ -184,10 +192,12 @@ class replay(Scope[ReplaySession, _Entered]):
                 raise TapeStale(
                     f"{tape.path}: run {run.run_id} was recorded at {when.isoformat(timespec='seconds')}, "
                     f"{(now - when).total_seconds() / 86400:.1f} days ago, older than max_age="
-                    f"{max_age:g}s; re-record it (mode='all') so the fixtures follow today's APIs"
+                    f"{max_age:g}s; re-record it ({self.options.hints.mode('all')}) so the fixtures follow "
+                    "today's APIs"
                 )
 
     def _stop(self, entered: _Entered, error: BaseException | None) -> None:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         current_replay.reset(entered.token)
         if entered.recorder is not None:
             entered.recorder.__exit__(type(error) if error else None, error, None)

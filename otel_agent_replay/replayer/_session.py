@@ -7,6 +7,7 @@ it for every decorated call while it is active.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as _dt
 import functools
 import inspect
@@ -71,6 +72,24 @@ class _ReplayRun:
         self.state = state
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._latest_done: Step | None = None
+        """Of the recorded steps whose live call has ended, the one that started last when recorded."""
+
+    def order_before(self, step: Step) -> Step | None:
+        """A recorded step whose live call has already ended although, when recorded, it started only
+        after ``step`` had ended: the two ran one after the other, the other way round (an ``order``
+        divergence). Steps whose live calls overlap are never compared: the later one is not done."""
+        latest = self._latest_done
+        if latest is not None and 0 < step.end_ns <= latest.start_ns:
+            return latest
+        return None
+
+    def served(self, step: Step) -> None:
+        """The live call that ``step`` answered has ended."""
+        with self._lock:
+            latest = self._latest_done
+            if latest is None or step.start_ns > latest.start_ns:
+                self._latest_done = step
 
     @property
     def recorded_id(self) -> str:
@@ -172,12 +191,14 @@ class ReplaySession:
 
             @functools.wraps(original)
             async def async_double(*args: Any, **kwargs: Any) -> Any:
+                __tracebackhide__ = True  # pytest shows the user's frames, not ours
                 return await self.call_async(final, original, args, kwargs)
 
             return async_double
 
         @functools.wraps(original)
         def sync_double(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # pytest shows the user's frames, not ours
             return self.call(final, original, args, kwargs)
 
         return sync_double
@@ -255,6 +276,7 @@ class ReplaySession:
 
     def call(self, spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Serve one call of a decorated function (or a double)."""
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         serving = self._begin_serving(spec, args, kwargs)
         try:
             result = serving.invoke(fn, args, kwargs)
@@ -268,8 +290,14 @@ class ReplaySession:
         self, spec: ToolSpec, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         """``call`` for coroutine functions: the same serving, with the live call (or an async fake) awaited."""
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         serving = self._begin_serving(spec, args, kwargs)
         try:
+            if isinstance(serving, _Serving) and serving.decision.how == "tape" and _in_asyncio():
+                # A double answers at once; yield to the loop first, as the live call would, so calls
+                # the agent runs concurrently (asyncio.gather) also overlap in the replay and are
+                # never taken for an order divergence.
+                await asyncio.sleep(0)
             result = serving.invoke(fn, args, kwargs)
             if inspect.isawaitable(result):
                 result = await result
@@ -280,6 +308,7 @@ class ReplaySession:
         return result
 
     def _begin_serving(self, spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Serving | _Recorded:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         if self.recording:
             return _Recorded(self, spec, self._count_recorded(spec), args, kwargs)
         bound, _state, prep, decision = self._prepare_call(spec, args, kwargs)
@@ -290,7 +319,7 @@ class ReplaySession:
             appender = self._appender_for(decision, bound)
             if appender is not None:
                 pending = appender.start(spec, prep, bound.index.run if bound.index else None)
-        return _Serving(self, spec, prep, decision, step, pending)
+        return _Serving(self, spec, prep, decision, step, pending, bound)
 
     def _observe(self, spec: ToolSpec, prep: Prepared, result: object, error: BaseException | None) -> None:
         self.ledger.remember(spec, prep.ids.seq, prep.captured.value, result, error)
@@ -313,6 +342,7 @@ class ReplaySession:
     def _prepare_call(
         self, spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[_ReplayRun, RunState, Prepared, _Decision]:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         if self.closed:
             raise ReplayError(f"this replay of {self.tape_path} has ended; call doubles inside its block")
         bound, state = self._binding()
@@ -333,6 +363,7 @@ class ReplaySession:
         return declared == _READ_ONLY
 
     def _decide(self, spec: ToolSpec, bound: _ReplayRun, prep: Prepared) -> _Decision:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         name = spec.name
         n = bound.position(name)
         seq = prep.ids.seq
@@ -346,10 +377,21 @@ class ReplaySession:
                 return self._answer_out_of_bounds(name, run_id, n, seq)
             self.ledger.bump("steps", "refused_side_effects")
             declared = spec.side_effect or self.options.declared.get(name)
-            self.ledger.fail(refused_error(name, declared, run_id), run_id, name, n, seq)
+            self.ledger.fail(refused_error(name, declared, run_id, self.options.hints), run_id, name, n, seq)
         index = bound.index
         step = index.take(prep.captured.call_key) if index is not None else None
         if step is not None:
+            overtaken = bound.order_before(step)
+            if overtaken is not None:
+                self.ledger.diverge(
+                    DivergenceKind.ORDER,
+                    run_id,
+                    name,
+                    n,
+                    seq,
+                    f"order in run {run_id}: {step.step_id} ran before {overtaken.step_id} when recorded (one after "
+                    f"the other), and after it now (live seq {seq})",
+                )
             if step.expires_at or (spec.version is not None and step.tool_version is not None):
                 self._check_fresh(spec, step, run_id, n)
             override = self._override(name, n)
@@ -365,7 +407,9 @@ class ReplaySession:
         drifted = index.at_position(name, n) if index is not None else None
         if drifted is not None:
             self.ledger.bump("steps", "drift_events")
-            self.ledger.fail(drift_error(bound, drifted, spec, prep, n, self.mode), run_id, name, n, seq)
+            self.ledger.fail(
+                drift_error(bound, drifted, spec, prep, n, self.mode, self.options.hints), run_id, name, n, seq
+            )
         fake = self.options.fallbacks.get(name)
         if fake is not None:
             self.ledger.bump("steps", "tape_misses", "fallback_calls")
@@ -376,7 +420,9 @@ class ReplaySession:
         if self._out_of_bounds and not spec.is_llm:
             return self._answer_out_of_bounds(name, run_id, n, seq)
         self.ledger.bump("steps", "tape_misses")
-        self.ledger.fail(miss_error(bound, spec, prep, n, self.mode, self.tape_path), run_id, name, n, seq)
+        self.ledger.fail(
+            miss_error(bound, spec, prep, n, self.mode, self.tape_path, self.options.hints), run_id, name, n, seq
+        )
 
     @staticmethod
     def _is_miss(bound: _ReplayRun, name: str, n: int, call_key: str) -> bool:
@@ -410,7 +456,7 @@ class ReplaySession:
             if expires is not None and expires < _dt.datetime.now(_dt.timezone.utc):
                 message = (
                     f"{step.tool} (recorded seq {step.seq}) expired at {step.expires_at}; its answer may be out "
-                    f"of date: re-record the tape (mode='all')"
+                    f"of date: re-record the tape ({self.options.hints.mode('all')})"
                 )
                 self.ledger.bump("stale_steps")
                 self.ledger.diverge(DivergenceKind.EXPIRED, run_id, step.tool, n, step.seq, message)
@@ -418,7 +464,7 @@ class ReplaySession:
         if spec.version is not None and step.tool_version is not None and spec.version != step.tool_version:
             message = (
                 f"{step.tool} is version {spec.version!r} now but was recorded at version {step.tool_version!r} "
-                f"(recorded seq {step.seq}); re-record the tape (mode='all') to refresh it"
+                f"(recorded seq {step.seq}); re-record the tape ({self.options.hints.mode('all')}) to refresh it"
             )
             self.ledger.bump("stale_steps")
             if self.options.stale_policy == StalePolicy.ERROR:
@@ -427,6 +473,7 @@ class ReplaySession:
             warnings.warn(message, TapeWarning, stacklevel=4)
 
     def _from_tape(self, decision: _Decision) -> Any:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         if decision.has_override:
             value = decision.override
             if isinstance(value, BaseException):
@@ -452,6 +499,7 @@ class ReplaySession:
 
     def finish(self, propagating: BaseException | None) -> None:
         """Close the replay: count unused steps, then fail a strict replay that diverged."""
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         self.closed = True
         if self._appender is not None:
             self._appender.close()
@@ -484,13 +532,13 @@ class ReplaySession:
         if self.ledger.raised:
             raise self.ledger.raised[0]  # swallowed by the agent: the test must still fail
         if unused and not self.options.allow_unused:
-            raise unused_error(unused, self.tape_path)
+            raise unused_error(unused, self.tape_path, self.options.hints)
 
 
 class _Serving:
     """One replayed call in flight: its replay span and appended step, if any, and how it ends."""
 
-    __slots__ = ("decision", "pending", "prep", "session", "spec", "step")
+    __slots__ = ("bound", "decision", "pending", "prep", "session", "spec", "step")
 
     def __init__(
         self,
@@ -500,6 +548,7 @@ class _Serving:
         decision: _Decision,
         step: StepInFlight | None,
         pending: AppendedStep | None,
+        bound: _ReplayRun,
     ) -> None:
         self.session = session
         self.spec = spec
@@ -507,9 +556,15 @@ class _Serving:
         self.decision = decision
         self.step = step
         self.pending = pending
+        self.bound = bound
+
+    def _ended(self) -> None:
+        if self.decision.step is not None:
+            self.bound.served(self.decision.step)
 
     def invoke(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The recorded result (or exception), or what the fake or the live function returns."""
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         how = self.decision.how
         if how == "tape":
             return self.session._from_tape(self.decision)
@@ -518,6 +573,7 @@ class _Serving:
         return (self.decision.fake or fn)(*args, **kwargs)
 
     def fail(self, exc: BaseException) -> None:
+        self._ended()
         self.session._observe(self.spec, self.prep, None, exc)
         if self.pending is not None:
             self.pending.fail(exc)
@@ -525,6 +581,7 @@ class _Serving:
             self.step.fail(exc)
 
     def done(self, result: object) -> None:
+        self._ended()
         self.session._observe(self.spec, self.prep, result, None)
         if self.pending is not None:
             self.pending.finish(result)
@@ -548,6 +605,7 @@ class _Recorded:
 
     def invoke(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Run the real function as a recorded step (a coroutine to await for async functions)."""
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         run = call_recorded_async if self.spec.is_async else call_recorded
         return run(self.spec, fn, args, kwargs)
 
@@ -564,6 +622,15 @@ def _as_recorded(decision: _Decision) -> CapturedResult | None:
     if decision.how != "tape" or decision.has_override or step is None or step.result_json is None:
         return None
     return CapturedResult(step.result_json, step.result_sha256, step.result_truncated)
+
+
+def _in_asyncio() -> bool:
+    """Whether an asyncio loop runs this coroutine (not trio, say, whose loop asyncio.sleep cannot use)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _links(trace_id: str, span_id: str) -> list[Link]:

@@ -45,6 +45,7 @@ from ._values import Run, Step
 # The kinds as the plain strings a tape holds (an enum member's attribute lookup is slower).
 _LLM: Final = StepKind.LLM.value
 _UNDECLARED: Final = SideEffect.UNDECLARED.value
+_READ_ONLY: Final = SideEffect.READ_ONLY.value
 
 __all__ = ["complete_run", "foreign_call_key", "incomplete_run", "make_step", "name_suffix", "text_or_none"]
 
@@ -70,6 +71,8 @@ def make_step(
     side_effect = get(SIDE_EFFECT)
     if side_effect == _UNDECLARED:
         side_effect = None
+    elif side_effect is None and kind == _LLM:
+        side_effect = _READ_ONLY  # tapes written before every step carried it: a model step reads
     truncated = get(RESULT_TRUNCATED)
     return Step(
         kind=kind,

@@ -11,7 +11,13 @@ import pytest
 
 from otel_agent_replay import Redactor, agent_run, record, tool
 from otel_agent_replay.cli import main
-from otel_agent_replay.cli._regress import CHECK_FORMAT, CHECK_SECRET, CHECK_STALE, CHECK_VERSIONS
+from otel_agent_replay.cli._regress import (
+    CHECK_FORMAT,
+    CHECK_PROVENANCE,
+    CHECK_SECRET,
+    CHECK_STALE,
+    CHECK_VERSIONS,
+)
 
 
 @tool(side_effect="read_only", version="1")
@@ -130,4 +136,101 @@ def test_check_help_states_the_exit_codes(capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit):
         main(["check", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "1 (a tape is missing or malformed)" in text and "8 (steps of one tool disagree" in text
+    assert "1 (a tape is missing, malformed or empty, its last line is torn, or a run is incomplete" in text
+    assert "8 (steps of one tool disagree" in text and "16 (with --provenance" in text
+
+
+def _check_json(capsysbinary: pytest.CaptureFixture[bytes], *argv: str) -> tuple[int, list[dict[str, str]]]:
+    capsysbinary.readouterr()
+    status = main(["check", *argv, "--json"])
+    report = orjson.loads(_last_json(capsysbinary))
+    assert report["status"] == status
+    return status, report["findings"]
+
+
+def test_check_on_an_empty_a_torn_and_a_good_tape(tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    good = _record(tmp_path / "good.jsonl")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    torn = _record(tmp_path / "torn.jsonl")
+    lines = torn.read_bytes().count(b"\n")
+    with torn.open("ab") as fh:
+        fh.write(b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"trace')  # the writer died mid-line
+
+    assert _check_json(capsysbinary, str(good)) == (0, [])
+    status, (finding,) = _check_json(capsysbinary, str(empty))
+    assert status == CHECK_FORMAT and finding["kind"] == "format" and finding["where"] == f"{empty}:1"
+    assert "empty (0 bytes)" in finding["message"]
+    status, (finding,) = _check_json(capsysbinary, str(torn))
+    assert status == CHECK_FORMAT and finding["where"] == f"{torn}:{lines + 1}"
+    assert "unterminated last line" in finding["message"]
+    status, findings = _check_json(capsysbinary, str(good), str(empty), str(torn))
+    assert status == CHECK_FORMAT and [f["where"] for f in findings] == [f"{empty}:1", f"{torn}:{lines + 1}"]
+
+
+def test_check_finds_a_run_whose_run_span_never_reached_the_tape(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    tape = _record(tmp_path / "cut.jsonl")
+    lines = tape.read_bytes().splitlines(keepends=True)
+    run_line = next(i for i, line in enumerate(lines) if b"invoke_agent" in line)
+    tape.write_bytes(b"".join(lines[:run_line] + lines[run_line + 1 :]))
+    status, (finding,) = _check_json(capsysbinary, str(tape))
+    assert status == CHECK_FORMAT and finding["where"] == f"{tape}:1"
+    assert "is incomplete: its 4 step(s)" in finding["message"]
+
+
+def test_check_provenance_and_max_age(tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    from otel_agent_replay import model_call
+
+    @model_call(provider="openai", model="gpt-4o")
+    def decide(prompt: str) -> dict[str, object]:
+        return {"model": "gpt-4o-2024-08-06", "choice": "quote"}
+
+    @model_call()
+    def unstamped(prompt: str) -> str:
+        return "quote"
+
+    tape = tmp_path / "models.jsonl"
+    with record(tape), agent_run("a"):
+        decide("x")
+        unstamped("y")
+    assert _check_json(capsysbinary, str(tape)) == (0, [])
+    status, (finding,) = _check_json(capsysbinary, str(tape), "--provenance")
+    assert status == CHECK_PROVENANCE and finding["kind"] == "provenance"
+    assert "model step unstamped#1" in finding["message"] and "provider" in finding["message"]
+    assert "response model" in finding["message"] and finding["where"].startswith(f"{tape}:")
+    assert _check_json(capsysbinary, str(tape), "--max-age", "30d")[0] == 0
+    status, (finding,) = _check_json(capsysbinary, str(tape), "--max-age", "0.001s")
+    assert status == CHECK_STALE and "older than --max-age" in finding["message"]
+    with pytest.raises(SystemExit) as bad:
+        main(["check", str(tape), "--max-age", "soon"])
+    assert bad.value.code == 2
+
+
+class Account:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @tool(side_effect="read_only")
+    def balance(self, currency: str) -> int:
+        return len(self.name)
+
+
+def test_stats_retries_are_the_same_call_on_the_same_target(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    tape = tmp_path / "accounts.jsonl"
+    savings, checking = Account("savings"), Account("checking")
+    with record(tape), agent_run("bank"):
+        savings.balance("EUR")
+        checking.balance("EUR")  # another object: the same arguments, but not a retry
+        savings.balance("EUR")  # the same call on the same object again: a retry
+    from otel_agent_replay import load_tape
+    from otel_agent_replay.core import attributes as A
+
+    targets = [s.attributes[A.TARGET] for s in load_tape(tape).runs[0].steps]
+    assert targets == ["Account#1", "Account#2", "Account#1"]
+    assert main(["stats", str(tape), "--json"]) == 0
+    (row,) = orjson.loads(capsysbinary.readouterr().out)
+    assert row["calls"] == 3 and row["retries"] == 1

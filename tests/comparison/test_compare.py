@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from pathlib import Path
 from typing import Any
@@ -117,11 +118,74 @@ def test_extra_and_missing_steps_and_side_effect_calls(base: Path, tmp_path: Pat
     assert [d.step for d in missing.of_kind("step_missing")] == ["notify#1"]
 
 
-def test_order_of_the_step_tree(base: Path, tmp_path: Path) -> None:
+def test_a_sequential_order_swap_is_an_order_divergence(base: Path, tmp_path: Path) -> None:
     result = compare(base, _tape(tmp_path / "b.jsonl", first="tags"))
-    # step ids stay aligned (lookup#1, tags#1), so the reorder shows as no divergence in values;
-    # the step tree differs only in seq, which compare does not treat as behaviour
-    assert result.same
+    # step ids stay aligned (lookup#1, tags#1): the values agree, the order does not
+    (order,) = result.divergences
+    assert order.kind == "order" and order.step == "tags#1" and order.path == "order"
+    assert (order.left, order.right) == ("lookup#1 before tags#1", "tags#1 before lookup#1")
+    assert compare(base, tmp_path / "b.jsonl", Policy(ignore=("order",))).same
+
+
+def test_order_comes_after_the_step_tree_and_before_data(base: Path, tmp_path: Path) -> None:
+    STOCK["b"] = 0
+    kinds = [d.kind for d in compare(base, _tape(tmp_path / "b.jsonl", first="tags", sku="b")).divergences]
+    assert kinds.index("input") < kinds.index("order") < kinds.index("args") < kinds.index("result")
+
+
+@tool(side_effect="read_only")
+async def fetch_orders(customer: str) -> list[str]:
+    await asyncio.sleep(0.01)
+    return ["o-1"]
+
+
+@tool(side_effect="read_only")
+async def fetch_policy(customer: str) -> str:
+    await asyncio.sleep(0.01)
+    return "refund within 30 days"
+
+
+async def _gather_agent(policy_first: bool) -> None:
+    with agent_run("support"):
+        calls = [fetch_orders("c"), fetch_policy("c")]
+        await asyncio.gather(*(reversed(calls) if policy_first else calls))
+
+
+async def _sequential_agent(policy_first: bool) -> None:
+    with agent_run("support"):
+        if policy_first:
+            await fetch_policy("c")
+            await fetch_orders("c")
+        else:
+            await fetch_orders("c")
+            await fetch_policy("c")
+
+
+def test_concurrent_steps_are_never_an_order_divergence(tmp_path: Path) -> None:
+    tapes = []
+    for name, policy_first in (("a", False), ("b", True)):
+        path = tmp_path / f"{name}.jsonl"
+        with record(path):
+            asyncio.run(_gather_agent(policy_first))
+        tapes.append(path)
+    steps = {s.step_id: s for s in load_tape(tapes[1]).runs[0].steps}
+    assert steps["fetch_policy#1"].seq < steps["fetch_orders#1"].seq  # started the other way round
+    assert compare(tapes[0], tapes[1], STRICT).of_kind("order") == ()
+    assert compare(tapes[1], tapes[0], STRICT).of_kind("order") == ()
+
+
+def test_the_same_two_calls_awaited_one_after_the_other_are(tmp_path: Path) -> None:
+    before, after = tmp_path / "before.jsonl", tmp_path / "after.jsonl"
+    with record(before):
+        asyncio.run(_sequential_agent(policy_first=False))
+    with record(after):
+        asyncio.run(_sequential_agent(policy_first=True))
+    (order,) = compare(before, after).of_kind("order")
+    assert order.step == "fetch_policy#1"
+    sequential_vs_gathered = tmp_path / "gathered.jsonl"
+    with record(sequential_vs_gathered):
+        asyncio.run(_gather_agent(policy_first=True))
+    assert compare(before, sequential_vs_gathered).of_kind("order") == ()  # overlapped on one side
 
 
 def test_policy_ignore_normalise_unordered(base: Path, tmp_path: Path) -> None:
@@ -188,3 +252,19 @@ def test_a_different_tool_at_an_aligned_step(base: Path) -> None:
     )
     (tool_change,) = compare(run, renamed).of_kind("tool")
     assert tool_change.step == "lookup#1" and (tool_change.left, tool_change.right) == ("lookup", "lookup_v2")
+
+
+def test_a_replay_reports_an_order_swap_it_can_see(tmp_path: Path) -> None:
+    tape = tmp_path / "sequential.jsonl"
+    with record(tape):
+        asyncio.run(_sequential_agent(policy_first=False))
+    with replay(tape) as swapped:
+        asyncio.run(_sequential_agent(policy_first=True))
+    (order,) = [d for d in swapped.report if d.kind == "order"]
+    assert order.tool == "fetch_orders" and "fetch_orders#1 ran before fetch_policy#1 when recorded" in order.message
+    with replay(tape) as same:
+        asyncio.run(_sequential_agent(policy_first=False))
+    assert [d for d in same.report if d.kind == "order"] == []
+    with replay(tape) as gathered:
+        asyncio.run(_gather_agent(policy_first=True))  # concurrent now: never an order divergence
+    assert [d for d in gathered.report if d.kind == "order"] == []

@@ -62,3 +62,49 @@ def test_async_run_and_given_run_id(tape: Path) -> None:
         assert asyncio.run(main()) == "run-42"
     root = run_span_of(tape)
     assert root.attrs[A.RUN_ID] == "run-42" and root.attrs[A.GEN_AI_CONVERSATION_ID] == "conv-1"
+
+
+def test_the_run_span_says_what_it_was_captured_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tape: Path
+) -> None:
+    import platform
+    import subprocess
+
+    from otel_agent_replay import __version__, model_call
+    from otel_agent_replay.instrumentation import agent_commit
+
+    checkout = tmp_path / "agent"
+    checkout.mkdir()
+    git = ["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "agent v1"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+
+    @model_call(provider="openai", model="gpt-4o")
+    def decide(prompt: str) -> dict[str, str]:
+        return {"model": "gpt-4o-2024-08-06", "answer": "ok"}
+
+    monkeypatch.chdir(checkout)
+    agent_commit.cache_clear()
+    try:
+        with record(tape), agent_run("a", agent_version="1.3"):
+            decide("x")
+        attrs = run_span_of(tape).attrs
+        assert attrs[A.SDK_VERSION] == __version__ and attrs[A.AGENT_VERSION] == "1.3"
+        assert attrs[A.AGENT_COMMIT] == head and attrs[A.RECORDED_AT]
+        assert attrs[A.PYTHON_VERSION].endswith(platform.python_version())
+        (step,) = steps_of(tape)
+        assert step.attrs[A.GEN_AI_PROVIDER_NAME] == "openai" and step.attrs[A.GEN_AI_REQUEST_MODEL] == "gpt-4o"
+        assert step.attrs[A.GEN_AI_RESPONSE_MODEL] == "gpt-4o-2024-08-06"
+
+        outside = tmp_path / "plain"
+        outside.mkdir()
+        monkeypatch.chdir(outside)
+        monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+        agent_commit.cache_clear()
+        other = tmp_path / "other.jsonl"
+        with record(other), agent_run("a"):
+            plain_tool(1)
+        assert A.AGENT_COMMIT not in run_span_of(other).attrs  # not a checkout: no commit, no failure
+    finally:
+        agent_commit.cache_clear()

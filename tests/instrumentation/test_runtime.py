@@ -36,6 +36,8 @@ def test_parent_is_the_last_finished_model_step() -> None:
     assert run.next_step("t", None).parent_step_id == ""
     run.model_step_done("llm#1")
     assert run.next_step("t", None).parent_step_id == "llm#1"
+    assert run.next_step("llm", None, model=True).parent_step_id == ""  # model steps are siblings
+    assert run.next_step("llm", "t#2", model=True).parent_step_id == "t#2"  # unless they nest
 
 
 def test_seq_is_gap_free_under_threads() -> None:

@@ -115,3 +115,54 @@ def test_thread_pool_without_context_joins_the_only_active_run(tape: Path) -> No
     assert_distinct_gap_free(tape, 10)
     root = run_span_of(tape)
     assert all(s.attrs[A.RUN_ID] == run.run_id and s.parent_span_id == root.span_id for s in steps)
+
+
+def _react(turns: int) -> None:
+    """A ReAct loop: each turn the model decides, then the tool it asked for runs."""
+    with agent_run("react"):
+        for turn in range(turns):
+            summarise([{"role": "user", "content": f"turn {turn}"}])
+            plain_tool(turn)
+        summarise([{"role": "user", "content": "final answer"}])
+
+
+def test_a_react_loop_keeps_model_steps_siblings_under_the_run(tape: Path) -> None:
+    with record(tape):
+        _react(4)
+    steps = sorted((s.attrs for s in steps_of(tape)), key=lambda a: a[A.SEQ])
+    models = [a for a in steps if a[A.KIND] == "llm"]
+    tools = [a for a in steps if a[A.KIND] == "tool"]
+    assert len(models) == 5 and len(tools) == 4
+    assert all(a[A.PARENT_STEP_ID] == "" for a in models)  # never the previous turn's model step
+    assert [a[A.PARENT_STEP_ID] for a in tools] == ["summarise#1", "summarise#2", "summarise#3", "summarise#4"]
+
+
+def test_a_model_step_inside_a_step_has_its_enclosing_step_as_parent(tape: Path) -> None:
+    @tool(side_effect="read_only")
+    def planner(goal: str) -> dict[str, object]:
+        return summarise([{"role": "user", "content": goal}])
+
+    with record(tape), agent_run("a"):
+        summarise([{"role": "user", "content": "x"}])
+        planner("sub-goal")
+    steps = {s.attrs[A.STEP_ID]: s.attrs for s in steps_of(tape)}
+    assert steps["planner#1"][A.PARENT_STEP_ID] == "summarise#1"
+    assert steps["planner#1/summarise#1"][A.PARENT_STEP_ID] == "planner#1"
+
+
+def test_every_step_carries_its_side_effect(tape: Path) -> None:
+    from helpers.sample_tools import fetch_doc
+
+    with record(tape), agent_run("a"):
+        fetch_doc("d-1")
+        plain_tool(1)  # declares nothing
+        summarise([{"role": "user", "content": "x"}])
+        with pytest.raises(KeyError):
+            explode("x")
+    effects = {s.attrs[A.STEP_ID]: s.attrs[A.SIDE_EFFECT] for s in steps_of(tape)}
+    assert effects == {
+        "fetch_doc#1": "read_only",
+        "plain_tool#1": "undeclared",  # spelled out, so an audit can search for it
+        "summarise#1": "read_only",  # a model step reads unless it declares otherwise
+        "explode#1": "write",
+    }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
 from otel_agent_replay.pytest_plugin import safe_name
@@ -84,9 +86,20 @@ def test_a_write_tool_never_runs_without_stub_and_the_test_fails(pytester: pytes
 def test_missing_tape_in_mode_none_and_unused_steps(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_agent=AGENT)
     missing = pytester.runpytest_subprocess()
-    missing.assert_outcomes(errors=1)
-    missing.stdout.fnmatch_lines(["*no tape to replay*mode='once'*"])
-    pytester.runpytest_subprocess("--agent-record-mode=once").assert_outcomes(passed=1)
+    missing.assert_outcomes(failed=1)  # a failure of the test, not an error of its setup
+    missing.stdout.fnmatch_lines(
+        [
+            "*no tape for this test at*test_order_agent.jsonl*"
+            "live: pytest test_agent.py::test_order_agent --agent-record-mode=once"
+        ]
+    )
+    assert "Traceback" not in missing.stdout.str() and "_replay.py" not in missing.stdout.str()
+    assert _live_calls(pytester) == []  # the body never ran live
+    # the hint's command runs as printed (here, from the rootdir, as pytest prints node ids)
+    line = next(x for x in missing.stdout.lines if "Record it once, live: pytest " in x)
+    argv = shlex.split(line.split("Record it once, live: pytest ", 1)[1])
+    pytester.runpytest_subprocess(*argv).assert_outcomes(passed=1)
+    assert _live_calls(pytester) == ["lookup o-17"]
     shorter = AGENT.replace('        write_report(found["state"])\n', "")
     pytester.makepyfile(test_agent=shorter)
     unused = pytester.runpytest_subprocess()
@@ -140,3 +153,65 @@ def test_order_{i}(agent_tape):
     replayed = pytester.runpytest_subprocess("-n", "2")
     replayed.assert_outcomes(passed=7)
     assert sorted(_live_calls(pytester)) == sorted(["lookup o-17", *(f"lookup o-{i}" for i in range(6))])
+
+
+def test_a_failing_replay_reports_the_divergence_first_in_pytest_words(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_agent=AGENT)
+    pytester.runpytest_subprocess("--agent-record-mode=once").assert_outcomes(passed=1)
+    pytester.makepyfile(test_agent=AGENT.replace("VERBOSE = False", "VERBOSE = True"))
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(failed=1)
+    lines = result.stdout.lines
+    header = next(i for i, line in enumerate(lines) if line.strip("_ ") == "test_order_agent")
+    body = [line for line in lines[header + 1 :] if line.strip()]
+    assert body[0].startswith("TapeDrift: drift in run "), body[:3]  # the divergence comes first
+    report = "\n".join(lines[header:])
+    assert "pytest test_agent.py::test_order_agent --agent-record-mode=all" in report
+    assert "replay(..., mode=" not in report  # the Python API's words are not pytest's
+    for ours in ("_session.py", "_decorators.py", "_ledger.py", "_scope.py", "_plugin.py"):
+        assert ours not in report, ours  # the SDK's own frames are hidden
+    assert "test_agent.py" in report and "lookup(order_id, verbose=VERBOSE)" in report  # the agent's are not
+
+
+def test_hints_name_the_marker(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_agent=AGENT)
+    pytester.runpytest_subprocess("--agent-record-mode=once").assert_outcomes(passed=1)
+    pytester.makepyfile(test_agent=AGENT.replace('@pytest.mark.agent_tape(stub=("write_report",))', ""))
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*without running it: @pytest.mark.agent_tape(stub=('write_report',))*"])
+
+
+def test_the_conformance_marker(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_agent=AGENT)
+    pytester.runpytest_subprocess("--agent-record-mode=once").assert_outcomes(passed=1)
+    (pytester.path / "report.txt").unlink()
+    conformance = AGENT + (
+        "\n\n@pytest.mark.agent_conform(tools=[lookup, write_report])\n"
+        "def test_tools_still_answer_like_the_fixtures():\n"
+        "    pass\n"
+    )
+    pytester.makepyfile(test_agent=conformance)
+    pytester.runpytest_subprocess("-k", "conform").assert_outcomes(passed=1)
+    assert _live_calls(pytester) == ["lookup o-17", "lookup o-17"]  # one live call of the read-only tool
+    assert not (pytester.path / "report.txt").exists()  # the write tool was never called
+    changed = conformance.replace('return {"order": order_id, "state": "shipped"}', 'return {"order": order_id}')
+    pytester.makepyfile(test_agent=changed)
+    result = pytester.runpytest_subprocess("-k", "conform")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*no longer answer like the fixtures*", "*missing key: result.state*"])
+
+
+def test_a_hint_names_the_test_as_typed_where_pytest_runs(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\n")
+    tests = pytester.mkdir("tests")
+    (tests / "test_agent.py").write_text(AGENT)
+    result = pytester.runpytest_subprocess("tests")
+    result.stdout.fnmatch_lines(["*live: pytest tests/test_agent.py::test_order_agent --agent-record-mode=once"])
+    monkeypatch = pytest.MonkeyPatch()
+    try:
+        monkeypatch.chdir(tests)
+        inner = pytester.runpytest_subprocess()  # from the tests folder: the id is relative to it
+    finally:
+        monkeypatch.undo()
+    inner.stdout.fnmatch_lines(["*live: pytest test_agent.py::test_order_agent --agent-record-mode=once"])

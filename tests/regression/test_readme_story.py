@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _story() -> list[str]:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = text.split("<!-- evidence-story -->", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    block = text.split("<!-- evidence-story -->", 1)[1].split("```bash own-test\n", 1)[1].split("```", 1)[0]
     return [line for line in block.splitlines() if line.strip()]
 
 

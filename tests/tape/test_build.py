@@ -78,3 +78,11 @@ def test_small_helpers() -> None:
     assert name_suffix("execute_tool search", A.OP_EXECUTE_TOOL) == "search"
     assert name_suffix("search", A.OP_EXECUTE_TOOL) == "search"
     assert [text_or_none(v) for v in (None, "a", 1, True)] == [None, "a", "1", "True"]
+
+
+def test_a_model_step_without_a_side_effect_reads_as_read_only() -> None:
+    # tapes written before every step carried agent_replay.side_effect
+    old = make_step(StepKind.LLM, "plan", "{}", 1, "plan#1", "k", "run-1", record("2" * 16, "", {}))
+    assert old.side_effect == SideEffect.READ_ONLY
+    tool = make_step(StepKind.TOOL, "search", "{}", 2, "search#1", "k", "run-1", record("3" * 16, "", {}))
+    assert tool.side_effect is None

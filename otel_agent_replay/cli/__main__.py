@@ -1,0 +1,7 @@
+"""``python -m otel_agent_replay.cli``: the same command as the ``otel-agent-replay`` script."""
+
+from __future__ import annotations
+
+from ._main import main
+
+raise SystemExit(main())
