@@ -14,8 +14,9 @@ from typing import Any, TypeVar, cast, overload
 
 from otel_agent_replay.core import SideEffect, SideEffectName, StepKind
 
+from ._outside import ACTIVE_REPLAYS, refuse_outside
 from ._runs import RunHandle, agent_run
-from ._runtime import current_replay
+from ._runtime import current_recording, current_replay
 from ._spec import SPEC_ATTRIBUTE, ToolSpec, make_spec, tool_spec
 from ._steps import call_recorded, call_recorded_async
 
@@ -33,6 +34,8 @@ def _wrap(fn: F, spec: ToolSpec) -> F:
             session = current_replay.get()
             if session is not None:
                 return await session.call_async(spec, async_fn, args, kwargs)
+            if ACTIVE_REPLAYS and current_recording.get() is None:
+                refuse_outside(spec)  # a replay is active, but not in this context: fail closed
             return await call_recorded_async(spec, async_fn, args, kwargs)
 
         wrapper: Callable[..., Any] = async_wrapper
@@ -43,6 +46,8 @@ def _wrap(fn: F, spec: ToolSpec) -> F:
             session = current_replay.get()
             if session is not None:
                 return session.call(spec, fn, args, kwargs)
+            if ACTIVE_REPLAYS and current_recording.get() is None:
+                refuse_outside(spec)  # a replay is active, but not in this context: fail closed
             return call_recorded(spec, fn, args, kwargs)
 
         wrapper = sync_wrapper

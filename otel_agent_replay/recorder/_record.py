@@ -30,7 +30,7 @@ from otel_agent_replay.backends import OtlpOption, OtlpProcessor, OtlpStats, otl
 from otel_agent_replay.capture import DEFAULT_REDACTOR, BlobStore, Capture, Limits, Redactor
 from otel_agent_replay.core import ConfigurationError, OtlpWarning, RecordingWarning, Scope
 from otel_agent_replay.core import attributes as A
-from otel_agent_replay.instrumentation import current_recording
+from otel_agent_replay.instrumentation import current_recording, warn_if_replay_active
 
 
 class Recording:
@@ -188,6 +188,7 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         self.otlp_flush_timeout = float(otlp_flush_timeout)
 
     def _start(self) -> tuple[Recording, tuple[Recording, Token[object | None]]]:
+        warn_if_replay_active(f"record({str(self.path)!r})")
         provider = ensure_provider()
         _router_for(provider)
         otlp = otlp_processor(

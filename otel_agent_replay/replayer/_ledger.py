@@ -31,6 +31,7 @@ Counter = Literal[
     "unused_entries",
     "stale_steps",
     "runs_replayed",
+    "outside_calls",
 ]
 """The name of a replay counter, as ``stats[...]`` spells it (a contract: ``stats["live_tool_calls"]``)."""
 
@@ -67,6 +68,9 @@ class ReplayStats(Mapping[str, Any]):
     """Recorded steps never asked for (``unused_entries``)."""
     stale_steps: int = 0
     runs_replayed: int = 0
+    outside_calls: int = 0
+    """Decorated calls made from a thread or task that did not carry the replay's context (refused unless
+    ``outside_calls='read_only'`` let a read-only one run)."""
 
     def __getitem__(self, key: str) -> Any:
         name = _FIELD_OF.get(key)
@@ -160,10 +164,14 @@ class Ledger:
 
     def fail(self, error: ReplayDivergence, run_id: str, tool: str, position: int, seq: int | None) -> NoReturn:
         """Note a divergence and raise its error."""
+        self.failed(error, run_id, tool, position, seq)
+        raise error
+
+    def failed(self, error: ReplayDivergence, run_id: str, tool: str, position: int, seq: int | None) -> None:
+        """Note a divergence whose error is raised elsewhere (it still fails the replay at its end)."""
         self.diverge(DivergenceKind(error.kind), run_id, tool, position, seq, str(error))
         with self._lock:
             self.raised.append(error)
-        raise error
 
     def remember(self, spec: ToolSpec, seq: int, args: Any, result: object, error: BaseException | None) -> None:
         """Keep a served call, raw: a view is built only when asked for, so serving stays cheap."""

@@ -15,6 +15,8 @@ from otel_agent_replay.core import (
     ConfigurationError,
     ModelPolicy,
     ModelPolicyName,
+    OutsidePolicy,
+    OutsidePolicyName,
     RecordMode,
     RecordModeName,
     SideEffect,
@@ -68,6 +70,9 @@ class ReplayOptions:
     """``warn`` or ``error`` when a tool's version changed since recording."""
     redactor: Redactor = DEFAULT_REDACTOR
     """The redactor the tape was recorded with (live arguments are redacted the same way)."""
+    outside_calls: OutsidePolicy | OutsidePolicyName = OutsidePolicy.REFUSE
+    """Decorated calls from a thread or task that does not carry the replay's context: ``refuse`` them all,
+    or let ``read_only`` tools run live there."""
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # normalising in a frozen dataclass
@@ -75,6 +80,7 @@ class ReplayOptions:
         put(self, "side_effects", choice(SideEffectPolicy, self.side_effects, "replay", "side_effects"))
         put(self, "models", choice(ModelPolicy, self.models, "replay", "models"))
         put(self, "stale_versions", choice(StalePolicy, self.stale_versions, "replay", "stale_versions"))
+        put(self, "outside_calls", choice(OutsidePolicy, self.outside_calls, "replay", "outside_calls"))
         put(self, "stub", frozenset((self.stub,) if isinstance(self.stub, str) else self.stub))
         put(self, "fallbacks", MappingProxyType(dict(self.fallbacks)))
         put(self, "overrides", MappingProxyType(dict(self.overrides)))
@@ -109,6 +115,11 @@ class ReplayOptions:
     def stale_policy(self) -> StalePolicy:
         """``stale_versions`` as a ``StalePolicy``."""
         return cast(StalePolicy, self.stale_versions)
+
+    @property
+    def outside_policy(self) -> OutsidePolicy:
+        """``outside_calls`` as an ``OutsidePolicy``."""
+        return cast(OutsidePolicy, self.outside_calls)
 
     @property
     def declared(self) -> Mapping[str, SideEffect]:

@@ -22,6 +22,8 @@ from otel_agent_replay.core import (
     ConfigurationError,
     ModelPolicy,
     ModelPolicyName,
+    OutsidePolicy,
+    OutsidePolicyName,
     RecordMode,
     RecordModeName,
     Scope,
@@ -34,7 +36,7 @@ from otel_agent_replay.core import (
     TapeNotFoundError,
     TapeStale,
 )
-from otel_agent_replay.instrumentation import current_replay
+from otel_agent_replay.instrumentation import current_replay, replay_ended, replay_started, warn_if_replay_active
 from otel_agent_replay.recorder import record
 from otel_agent_replay.tape import Run, Tape, load_tape
 
@@ -87,6 +89,9 @@ class replay(Scope[ReplaySession, _Entered]):
     :param declare: side effects for tools that declared none.
     :param stale_versions: ``"error"`` fails on a tool whose version changed (default ``"warn"``).
     :param redactor: the redactor the tape was recorded with.
+    :param outside_calls: a decorated call from a thread or task that does not carry the replay's context
+        (started without ``contextvars.copy_context().run``, or before the block) is refused (``"refuse"``,
+        the default); ``"read_only"`` lets read-only tools run live there.
     """
 
     def __init__(
@@ -108,6 +113,7 @@ class replay(Scope[ReplaySession, _Entered]):
         declare: Mapping[str, SideEffect | SideEffectName] | None = None,
         stale_versions: StalePolicy | StalePolicyName | None = None,
         redactor: Redactor | None = None,
+        outside_calls: OutsidePolicy | OutsidePolicyName | None = None,
     ) -> None:
         super().__init__()
         given = {
@@ -125,6 +131,7 @@ class replay(Scope[ReplaySession, _Entered]):
             "declare": declare,
             "stale_versions": stale_versions,
             "redactor": redactor,
+            "outside_calls": outside_calls,
         }
         if options is not None and not isinstance(options, ReplayOptions):
             raise ConfigurationError(f"replay(options={options!r}): give a ReplayOptions (or use the keywords)")
@@ -140,6 +147,7 @@ class replay(Scope[ReplaySession, _Entered]):
         return None if isinstance(self.source, Tape) else Path(self.source)
 
     def _start(self) -> tuple[ReplaySession, _Entered]:
+        warn_if_replay_active("replay(...)")
         path = self._path()
         recorder: record | None = None
         temp: Path | None = None
@@ -153,6 +161,7 @@ class replay(Scope[ReplaySession, _Entered]):
             tape = self.source if isinstance(self.source, Tape) else self._load(path)
             self._check_age(tape)
             session = ReplaySession(self.options, tape, tape.path, recording=False)
+            replay_started(session)
         token = current_replay.set(session)
         return session, _Entered(session, token, recorder, temp)
 
@@ -181,6 +190,7 @@ class replay(Scope[ReplaySession, _Entered]):
                 )
 
     def _stop(self, entered: _Entered, error: BaseException | None) -> None:
+        replay_ended(entered.session)
         current_replay.reset(entered.token)
         if entered.recorder is not None:
             entered.recorder.__exit__(type(error) if error else None, error, None)

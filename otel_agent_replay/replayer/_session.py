@@ -24,12 +24,15 @@ from otel_agent_replay.core import (
     ConfigurationError,
     DivergenceKind,
     ModelPolicy,
+    OutsidePolicy,
     RecordMode,
     ReplayDivergence,
     ReplayError,
+    ReplayWarning,
     SideEffect,
     SideEffectName,
     SideEffectPolicy,
+    SideEffectRefused,
     StalePolicy,
     StepKind,
     TapeStale,
@@ -55,7 +58,7 @@ from otel_agent_replay.tape import Run, Step, Tape
 from ._append import AppendedStep, Appender
 from ._index import RunIndex, rebuild_exception, recorded_result
 from ._ledger import Divergence, Ledger, ReplayStats
-from ._messages import drift_error, miss_error, refused_error, unused_error
+from ._messages import declaration_changed, drift_error, miss_error, outside_error, refused_error, unused_error
 from ._options import ReplayOptions
 
 _READ_ONLY = SideEffect.READ_ONLY
@@ -116,6 +119,7 @@ class ReplaySession:
         self._bound: list[_ReplayRun] = []
         self._implicit: _ReplayRun | None = None
         self._appender: Appender | None = None
+        self._recorded_effects: dict[str, str] | None = None
         self.closed = False
 
     # --- the handle ------------------------------------------------------------------
@@ -239,6 +243,22 @@ class ReplaySession:
 
     # --- calls -----------------------------------------------------------------------
 
+    def outside_call(self, spec: ToolSpec) -> BaseException | None:
+        """A decorated call made from a context that carries no replay while this one is active.
+
+        It cannot be served from the tape (it belongs to no bound run), so it is refused, or runs
+        live when it is read-only and ``outside_calls='read_only'``. Counted either way; a refusal is
+        in the report and fails the replay at its end even when the thread swallowed it.
+        """
+        read_only = spec.is_llm or self._read_only(spec)
+        if read_only and self.options.outside_policy == OutsidePolicy.READ_ONLY:
+            self.ledger.bump("outside_calls", "live_model_calls" if spec.is_llm else "live_tool_calls")
+            return None
+        self.ledger.bump("outside_calls", "refused_side_effects")
+        error = outside_error(spec.name, read_only, self.tape_path)
+        self.ledger.failed(error, "", spec.name, 0, None)
+        return error
+
     def call(self, spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Serve one call of a decorated function (or a double)."""
         serving = self._begin_serving(spec, args, kwargs)
@@ -356,8 +376,33 @@ class ReplaySession:
             return _Decision("fallback", fake=fake)
         self.ledger.bump("steps", "tape_misses")
         if self._new_episodes and read_only and not spec.is_llm:
+            self._check_declaration(spec, run_id, n, seq)
             return _Decision("live", append=True)
         self.ledger.fail(miss_error(bound, spec, prep, n, self.mode, self.tape_path), run_id, name, n, seq)
+
+    def _check_declaration(self, spec: ToolSpec, run_id: str, n: int, seq: int) -> None:
+        """A tool recorded as not read-only that declares read_only now: the recorded declaration wins."""
+        name = spec.name
+        recorded = self._recorded_side_effects().get(name)
+        if recorded is None or recorded == _READ_ONLY or self.options.declared.get(name) == _READ_ONLY:
+            return
+        declared = spec.side_effect.value if spec.side_effect is not None else _READ_ONLY.value
+        message = declaration_changed(name, recorded, declared)
+        warnings.warn(message, ReplayWarning, stacklevel=5)
+        self.ledger.bump("refused_side_effects")
+        self.ledger.fail(SideEffectRefused(message), run_id, name, n, seq)
+
+    def _recorded_side_effects(self) -> dict[str, str]:
+        """Tool → the side effect its steps were recorded with (the first one that is not read-only wins)."""
+        found = self._recorded_effects
+        if found is None:
+            found = {}
+            for run in self.tape.runs if self.tape is not None else ():
+                for step in run.steps:
+                    if step.side_effect and found.get(step.tool, _READ_ONLY) == _READ_ONLY:
+                        found[step.tool] = step.side_effect
+            self._recorded_effects = found
+        return found
 
     def _override(self, name: str, n: int) -> Any:
         overrides = self.options.overrides
