@@ -53,6 +53,7 @@ from otel_agent_replay.core import ConfigurationError
 
 from ._canonical import JSONValue, to_jsonable
 from ._redact_rules import (
+    FIELD_LOOKBACK,
     MAX_ANCHOR_OFFSET,
     PATTERN_NAMES,
     CompiledRules,
@@ -181,6 +182,8 @@ class Redactor:
             return True
         compiled = self._compiled
         if any(guard in json_text and gate.search(json_text) is not None for guard, gate in compiled.prefilters):
+            return True
+        if '"$bytes"' in json_text or self._fields_hit(json_text):
             return True
         if not compiled.key_words:
             return False
@@ -335,10 +338,54 @@ class Redactor:
                 if guard in text and prefilter.search(text) is not None:
                     text = self._replace(text)
                     break
+        if compiled.fields is not None and len(text) >= compiled.min_len and (":" in text or "=" in text):
+            text = self._fields(text, compiled.fields)
         for pattern, placeholder in compiled.separate:
             if pattern.search(text) is not None:
                 text = _substitute(pattern, placeholder, text)
         return text
+
+    def _field_starts(self, text: str) -> list[int]:
+        """Positions where a field rule may match: a little before each trigger word (sorted, unique)."""
+        lowered = text.lower()
+        starts: set[int] = set()
+        for word in self._compiled.field_triggers:
+            at = lowered.find(word)
+            while at >= 0:
+                starts.update(range(max(0, at - FIELD_LOOKBACK), at + 1))
+                at = lowered.find(word, at + 1)
+        return sorted(starts)
+
+    def _fields(self, text: str, fields: re.Pattern[str]) -> str:
+        """Redact secrets named in free text: header lines, quoted fields (a repr, kwargs, JSON in prose)."""
+        starts = self._field_starts(text)
+        if not starts:
+            return text
+        placeholders = self._compiled.placeholders
+        parts: list[str] = []
+        copied = 0
+        for start in starts:
+            if start < copied:
+                continue
+            match = fields.match(text, start)
+            if match is None or match.lastgroup is None:
+                continue
+            secret_start, secret_end = match.span(match.lastgroup)
+            if secret_end <= secret_start:
+                continue
+            parts.append(text[copied:secret_start])
+            parts.append(placeholders[match.lastgroup])
+            copied = secret_end
+        if not parts:
+            return text
+        parts.append(text[copied:])
+        return "".join(parts)
+
+    def _fields_hit(self, text: str) -> bool:
+        fields = self._compiled.fields
+        if fields is None or (":" not in text and "=" not in text):
+            return False
+        return any(fields.match(text, start) is not None for start in self._field_starts(text))
 
     def _replace(self, text: str) -> str:
         compiled = self._compiled

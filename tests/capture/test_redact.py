@@ -23,6 +23,8 @@ from helpers.secrets import (
     BEARER_OPAQUE,
     COOKIE_VALUE,
     DB_URL,
+    FIELD_SAMPLES,
+    FREE_TEXT,
     GITHUB_CLASSIC,
     GITHUB_OAUTH,
     GITLAB,
@@ -69,7 +71,21 @@ def test_each_value_pattern_is_found_and_named(name: str, text: str, secret: str
 
 
 def test_samples_cover_every_builtin_pattern() -> None:
-    assert {name for name, _, _ in PATTERN_SAMPLES} == set(PATTERN_NAMES)
+    assert {name for name, _, _ in PATTERN_SAMPLES + FIELD_SAMPLES} == set(PATTERN_NAMES)
+
+
+@pytest.mark.parametrize(("name", "text", "secret"), FIELD_SAMPLES)
+def test_each_field_rule_is_found_and_named(name: str, text: str, secret: str) -> None:
+    out = DEFAULT_REDACTOR.redact_text(text)
+    assert secret not in out and pattern_placeholder(name) in out
+    assert DEFAULT_REDACTOR.redact_text(out) == out  # idempotent
+
+
+@pytest.mark.parametrize("text", FREE_TEXT)
+def test_free_text_secrets_of_issue_9_are_redacted(text: str) -> None:
+    out = DEFAULT_REDACTOR.redact_text(text)
+    assert_no_secret(out.encode())
+    assert DEFAULT_REDACTOR.redact_text(out) == out
 
 
 def test_rest_of_the_string_is_kept() -> None:
