@@ -13,11 +13,21 @@ redacted copy. Three built-in passes run, then the user's processors:
    ``{"name": ..., "value": ...}`` / ``{"key": ..., "value": ...}`` entries, the value of a
    pair whose name is a secret key becomes ``"[REDACTED]"``; the name is kept.
 3. **Value patterns.** Inside every string value, well-known token shapes (AWS, GitHub,
-   GitLab, OpenAI, Anthropic, Slack, Google, Stripe, JWT, ``Bearer <token>``, PEM private
-   keys, ``user:pass@`` in URLs, ``token=...``-style parameters) are replaced by
-   ``"[REDACTED:<name>]"`` and the rest of the string is kept. A string that is itself a
+   GitLab, OpenAI, Anthropic, Slack tokens and webhook URLs, Google, Stripe, SendGrid, npm,
+   PyPI, Hugging Face, JWT, ``Bearer <token>``, PEM private keys, ``user:pass@`` in URLs,
+   ``token=...``-style parameters with Azure's ``AccountKey=``/``SharedAccessKey=``, npm's
+   ``_authToken=``, ``session=``/``sid=``, ``aws_secret_access_key = ...``) are replaced by
+   ``"[REDACTED:<name>]"`` and the rest of the string is kept. Then the **field rules**: a
+   secret named in free text, as a header line (``Authorization: Basic ...``, ``Cookie: ...``,
+   ``X-API-Key: ...``) or a quoted field (``{'password': '...'}`` in an exception's repr,
+   ``password='...'`` in a call's repr, ``"api_key": "..."`` in prose), tried only at the
+   positions before a trigger word (``pass``, ``key``, ``token`` ...). A string that is itself a
    JSON object or array (a tool that returns ``json.dumps(...)``) is parsed and redacted
    as data; it is re-serialised (compactly, by orjson) only when something was redacted.
+   Dict keys (and so ``**kwargs`` names) are scanned too: a key that held a secret is
+   replaced and its value redacted. ``{"$bytes": base64}`` (bytes) is decoded and its text
+   redacted before it is encoded again. ``pii=True`` adds e-mail addresses, Luhn-checked card
+   numbers and phone numbers.
 
 Placeholders are fixed strings, so redacting the same value twice gives the same result
 (redaction is idempotent) and a call key computed over redacted arguments is the same at
@@ -28,11 +38,12 @@ becomes ``"[REDACTED:processor_error]"`` (and ``"[REDACTED:redaction_error]"`` i
 built-in passes ever fail); nested deeper than 100 levels becomes ``"[REDACTED:too_deep]"``.
 Only the exception's type is logged, never its message, which may quote the secret.
 
-Known limits: dict keys are never scanned for value patterns; a bearer token is recognised
-in free text only when it holds a digit or is at least 20 characters long (so prose such as
-"a bearer token" is left alone), and only spelled ``Bearer``, ``bearer`` or ``BEARER``;
-free-text ``Basic`` credentials and header lines (``Authorization: ...`` inside a string)
-are not recognised. Under a secret key or header name every value is redacted.
+Known limits: a secret with no recognisable shape, under no secret key and named by nothing
+around it (a bare password in prose) cannot be seen; a bearer token is recognised in free text
+only when it holds a digit or is at least 20 characters long, and only spelled ``Bearer``,
+``bearer`` or ``BEARER``; binary bytes that are not UTF-8 text are kept as they are; personal
+data is redacted only with ``pii=True``. Under a secret key or header name every value is
+redacted.
 
 The rules themselves (secret key names, value patterns and their compilation) are in
 ``otel_agent_replay.redact_rules``; this module walks JSON data and scans strings with them.
@@ -40,6 +51,7 @@ The rules themselves (secret key names, value patterns and their compilation) ar
 
 from __future__ import annotations
 
+import base64
 import enum
 import logging
 import re
@@ -56,15 +68,18 @@ from ._redact_rules import (
     FIELD_LOOKBACK,
     MAX_ANCHOR_OFFSET,
     PATTERN_NAMES,
+    PII_NAMES,
     CompiledRules,
     compile_rules,
     pattern_placeholder,
+    redact_pii,
 )
 
 __all__ = [
     "DEFAULT_REDACTOR",
     "KEY_PLACEHOLDER",
     "PATTERN_NAMES",
+    "PII_NAMES",
     "RedactionProcessor",
     "Redactor",
     "pattern_placeholder",
@@ -111,7 +126,10 @@ class Redactor:
     regexes (str or compiled); a match becomes ``"[REDACTED:custom_<n>]"``, ``n`` counting
     from 1 in the order given. ``processors`` run in order after the built-in passes and
     their return value is used. ``defaults=False`` turns off the built-in key names and
-    value patterns (header lists still follow ``keys``).
+    value patterns (header lists still follow ``keys``). ``pii=True`` also removes personal data
+    from strings: e-mail addresses, card numbers that pass the Luhn check, and phone numbers
+    (``"[REDACTED:email]"``, ``"[REDACTED:card_number]"``, ``"[REDACTED:phone]"``); it is off by
+    default because it changes ordinary data (and so call keys).
 
     Invalid patterns raise ``ConfigurationError`` here, at construction, never later while
     redacting. The instance is immutable and hashable; everything is compiled once.
@@ -121,6 +139,7 @@ class Redactor:
     patterns: tuple[str | re.Pattern[str], ...] = ()
     processors: tuple[RedactionProcessor, ...] = ()
     defaults: bool = True
+    pii: bool = False
     _compiled: CompiledRules = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -178,7 +197,7 @@ class Redactor:
         text with escaped quotes (JSON inside strings), name/value pair objects, or many
         strings falls back to looking for the secret key words anywhere in it.
         """
-        if self.patterns or self.processors:
+        if self.patterns or self.processors or self.pii:
             return True
         compiled = self._compiled
         if any(guard in json_text and gate.search(json_text) is not None for guard, gate in compiled.prefilters):
@@ -280,6 +299,16 @@ class Redactor:
                 secret = isinstance(key, str) and self.is_secret_key(key)
             if secret:
                 out[key] = None if item is None else KEY_PLACEHOLDER
+                continue
+            if type(key) is str and len(key) >= self._compiled.min_len:
+                clean = self._scan(key)  # a secret in a key (a token as a dict key, a **kwargs name)
+                if clean != key:
+                    # the placeholder names a secret ("[REDACTED:github_token]"), so a second pass would
+                    # take the key for a secret key: redact its value now, and redaction stays idempotent
+                    out[clean] = None if item is None else KEY_PLACEHOLDER
+                    continue
+            if key == "$bytes" and type(item) is str:
+                out[key] = self._bytes(item, depth)
             else:
                 out[key] = self._walk(item, depth + 1)
         if "value" in value or "Value" in value:
@@ -293,6 +322,17 @@ class Redactor:
                                 out[value_field] = KEY_PLACEHOLDER
                     break
         return out
+
+    def _bytes(self, encoded: str, depth: int) -> str:
+        """``{"$bytes": base64}``: the bytes as text are redacted like a string (base64 hides every pattern)."""
+        try:
+            text = base64.b64decode(encoded, validate=True).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return encoded  # binary data: no text to redact
+        redacted = self._string(text, depth)
+        if redacted == text:
+            return encoded
+        return base64.b64encode(str(redacted).encode("utf-8")).decode("ascii")
 
     def _list(self, value: list[JSONValue] | tuple[JSONValue, ...], depth: int) -> JSONValue:
         if depth > _MAX_DEPTH:
@@ -343,6 +383,8 @@ class Redactor:
         for pattern, placeholder in compiled.separate:
             if pattern.search(text) is not None:
                 text = _substitute(pattern, placeholder, text)
+        if self.pii:
+            text = redact_pii(text)
         return text
 
     def _field_starts(self, text: str) -> list[int]:

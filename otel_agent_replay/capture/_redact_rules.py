@@ -20,9 +20,11 @@ __all__ = [
     "FIELD_LOOKBACK",
     "MAX_ANCHOR_OFFSET",
     "PATTERN_NAMES",
+    "PII_NAMES",
     "CompiledRules",
     "compile_rules",
     "pattern_placeholder",
+    "redact_pii",
 ]
 
 
@@ -470,3 +472,48 @@ def compile_rules(keys: tuple[str, ...], patterns: Iterable[object], defaults: b
         fields=re.compile("|".join(fields)) if fields else None,
         field_triggers=_FIELD_TRIGGERS if defaults else (),
     )
+
+
+# --- personal data (opt-in: Redactor(pii=True)) ------------------------------------------
+
+_EMAIL = re.compile(r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
+_CARD = re.compile(r"(?<![0-9])[0-9](?:[ \-]?[0-9]){12,18}(?![0-9])")
+_PHONE = re.compile(r"(?<![\w+])\+?(?:\([0-9]{1,4}\)[ .\-]?)?[0-9][0-9 .\-()]{7,18}[0-9](?![\w])")
+_DATE_LIKE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+PII_NAMES: Final = ("email", "card_number", "phone")
+"""Names of the opt-in personal-data patterns, as they appear in ``"[REDACTED:<name>]"``."""
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for position, char in enumerate(reversed(digits)):
+        n = ord(char) - 48
+        if position % 2:
+            n = n * 2 - 9 if n > 4 else n * 2
+        total += n
+    return total % 10 == 0
+
+
+def _card(match: re.Match[str]) -> str:
+    digits = "".join(c for c in match.group() if c.isdigit())
+    return pattern_placeholder("card_number") if 13 <= len(digits) <= 19 and _luhn(digits) else match.group()
+
+
+def _phone(match: re.Match[str]) -> str:
+    text = match.group()
+    digits = sum(c.isdigit() for c in text)
+    if "+" not in text and not any(sep in text for sep in " -.()"):
+        return text  # a bare run of digits is an id, not a phone number
+    if not 9 <= digits <= 15 or _DATE_LIKE.search(text) or (text.count(".") > 1 and "+" not in text):
+        return text  # a date, a version or an IP address, not a phone number
+    return pattern_placeholder("phone")
+
+
+def redact_pii(text: str) -> str:
+    """E-mail addresses, card numbers that pass the Luhn check, and phone numbers (9 to 15 digits)."""
+    if "@" in text:
+        text = _EMAIL.sub(pattern_placeholder("email"), text)
+    if sum(c.isdigit() for c in text[:4096]) >= 9 or len(text) > 4096:
+        text = _CARD.sub(_card, text)
+        text = _PHONE.sub(_phone, text)
+    return text

@@ -114,12 +114,13 @@ class agent_run(Scope[RunHandle, _Entered]):
             A.SCHEMA_VERSION_ATTR: A.SCHEMA_VERSION,
             A.RECORDED_AT: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds"),
         }
+        redact = capture.redactor.redact_text
         if self.conversation_id is not None:
-            attrs[A.GEN_AI_CONVERSATION_ID] = self.conversation_id
+            attrs[A.GEN_AI_CONVERSATION_ID] = redact(self.conversation_id)
         if self.agent_version is not None:
-            attrs[A.AGENT_VERSION] = self.agent_version
+            attrs[A.AGENT_VERSION] = redact(self.agent_version)
         if self.task is not None:
-            attrs[A.TASK] = self.task
+            attrs[A.TASK] = redact(self.task)
         if self.input is not None:
             text = capture_json(self.input, capture, canonical=True)
             attrs[A.INPUT] = text

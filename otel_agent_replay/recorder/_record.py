@@ -32,6 +32,8 @@ from otel_agent_replay.core import ConfigurationError, OtlpWarning, RecordingWar
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import current_recording, warn_if_replay_active
 
+from ._foreign import is_ours, redacted_span
+
 
 class Recording:
     """An open recording: where its spans go and how values are captured."""
@@ -57,7 +59,12 @@ class Recording:
         return None if self.otlp is None else self.otlp.stats
 
     def write(self, span: ReadableSpan) -> None:
-        """Append a finished span to the tape, then queue it for OTLP (which never blocks)."""
+        """Append a finished span to the tape, then queue it for OTLP (which never blocks).
+
+        The application's own spans are redacted first (the SDK's are redacted as they are made).
+        """
+        if not is_ours(span):
+            span = redacted_span(span, self.capture.redactor)
         self.exporter.export((span,))
         if self.otlp is not None:
             self.otlp.on_end(span)

@@ -6,6 +6,7 @@ look like it holds credentials to a secret scanner.
 
 from __future__ import annotations
 
+import base64
 import copy
 import dataclasses
 import enum
@@ -20,6 +21,7 @@ import pytest
 from helpers.secrets import (
     ANTHROPIC,
     AWS_KEY_ID,
+    BASIC_CREDENTIALS,
     BEARER_OPAQUE,
     COOKIE_VALUE,
     DB_URL,
@@ -631,3 +633,39 @@ def test_the_cheap_check_never_skips_random_data_the_walk_would_change(seed: int
             changed += 1
             assert DEFAULT_REDACTOR.may_redact(orjson.dumps(value).decode()), value
     assert changed > 100
+
+
+# --- issue 9: keys, bytes, personal data -------------------------------------------------------------
+
+
+def test_a_secret_in_a_dict_key_is_redacted_with_its_value() -> None:
+    value = {GITHUB_CLASSIC: "x", f"opt_{GITLAB}": 1, "plain": "kept"}
+    out = DEFAULT_REDACTOR(value)
+    assert out == {
+        "[REDACTED:github_token]": "[REDACTED]",
+        "opt_[REDACTED:gitlab_token]": "[REDACTED]",
+        "plain": "kept",
+    }
+    assert DEFAULT_REDACTOR(out) == out
+
+
+def test_bytes_are_redacted_before_encoding() -> None:
+    value = to_jsonable({"body": f"Authorization: Basic {BASIC_CREDENTIALS}\n{GITHUB_CLASSIC}".encode()})
+    assert DEFAULT_REDACTOR.may_redact(orjson.dumps(value).decode())
+    out = DEFAULT_REDACTOR(value)
+    decoded = base64.b64decode(out["body"]["$bytes"])  # type: ignore[index]
+    assert decoded == b"Authorization: [REDACTED:header]\n[REDACTED:github_token]"
+    binary = to_jsonable({"body": bytes(range(256))})
+    assert DEFAULT_REDACTOR(binary) == binary
+
+
+def test_personal_data_is_redacted_only_behind_the_switch() -> None:
+    text = "mail jane.doe@example.com, card 4111 1111 1111 1111, call +1 (415) 555-0132 on 2024-01-01"
+    assert DEFAULT_REDACTOR.redact_text(text) == text
+    pii = Redactor(pii=True)
+    out = pii.redact_text(text)
+    assert out == "mail [REDACTED:email], card [REDACTED:card_number], call [REDACTED:phone] on 2024-01-01"
+    # a number that fails the Luhn check, a bare id, a version and an address stay
+    for kept in ("card 4111 1111 1111 1112", "order 123456789012", "v1.22.333.4444", "ip 192.168.100.200"):
+        assert pii.redact_text(kept) == kept
+    assert pii({"to": "a@b.example"}) == {"to": "[REDACTED:email]"} and pii.may_redact('{"n":1}')
