@@ -309,21 +309,21 @@ _FIELD_RULES: Final = (
     _Rule(
         "header",
         r"(?![Bb]earer[ \t]|BEARER[ \t]|\[REDACTED)[^\s'\"][^\r\n'\"]*",
-        ((":", rf"(?i:{_HEADER_NAMES})[ \t]*:"),),
-        before=rf"(?<![A-Za-z0-9-])(?i:{_HEADER_NAMES})[ \t]*:[ \t]*",
+        ((":", rf"(?i:{_HEADER_NAMES})[ \t]{{0,4}}:"),),
+        before=rf"(?<![A-Za-z0-9-])(?i:{_HEADER_NAMES})[ \t]{{0,4}}:[ \t]*",
     ),
     _Rule(
         "secret_field",
         r"(?!\[REDACTED)[^'\r\n]+",
-        (("'", rf"(?i:{_FIELD_NAMES})'?[ \t]*[:=][ \t]*'"),),
-        before=_FIELD_BEFORE + r"'?[ \t]*[:=][ \t]*'",
+        (("'", rf"(?i:{_FIELD_NAMES})'?[ \t]{{0,4}}[:=][ \t]*'"),),
+        before=_FIELD_BEFORE + r"'?[ \t]{0,4}[:=][ \t]*'",
         after="'",
     ),
     _Rule(
         "secret_field",
         r'(?!\[REDACTED)[^"\\\r\n]+',
-        (('"', rf'(?i:{_FIELD_NAMES})(?:\\?")?[ \t]*[:=][ \t]*\\?"'),),
-        before=_FIELD_BEFORE + r'(?:\\?")?[ \t]*[:=][ \t]*\\?"',
+        (('"', rf'(?i:{_FIELD_NAMES})(?:\\?")?[ \t]{{0,4}}[:=][ \t]*\\?"'),),
+        before=_FIELD_BEFORE + r'(?:\\?")?[ \t]{0,4}[:=][ \t]*\\?"',
         after='\\\\?"',
     ),
 )
