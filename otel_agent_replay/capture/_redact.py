@@ -55,13 +55,14 @@ import base64
 import enum
 import logging
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, TypeAlias
 
 import orjson
 
-from otel_agent_replay.core import ConfigurationError
+from otel_agent_replay.core import ConfigurationError, RecordingWarning
 
 from ._canonical import JSONValue, to_jsonable
 from ._redact_rules import (
@@ -102,6 +103,25 @@ def _substitute(pattern: re.Pattern[str], placeholder: str, text: str) -> str:
         return placeholder if match.end() > match.start() else ""
 
     return pattern.sub(replace, text)
+
+
+def _processor_failed(processor: RedactionProcessor, exc: Exception) -> None:
+    name = getattr(processor, "__qualname__", type(processor).__qualname__)
+    module = getattr(processor, "__module__", "")
+    what = (
+        f"returned data that is not JSON ({exc})"
+        if isinstance(exc, (TypeError, orjson.JSONEncodeError))
+        else f"raised {type(exc).__name__}"
+    )
+    # Only the exception's type goes to the log, never its message, which may quote the secret.
+    _log.warning("redaction processor %s raised %s; the value was replaced", name, type(exc).__name__)
+    warnings.warn(
+        f"redaction processor {module + '.' if module else ''}{name} {what}; the value was replaced by "
+        f"{pattern_placeholder('processor_error')!r} and the step kept. A processor takes JSON data (dict, list, "
+        "str, int, float, bool, None) and must return JSON data",
+        RecordingWarning,
+        stacklevel=2,
+    )
 
 
 # --- the redactor ---------------------------------------------------------------------
@@ -178,12 +198,9 @@ class Redactor:
         for processor in self.processors:
             try:
                 data = processor(data)
-            except Exception as exc:
-                _log.warning(
-                    "redaction processor %s raised %s; the value was replaced",
-                    getattr(processor, "__qualname__", type(processor).__qualname__),
-                    type(exc).__name__,
-                )
+                orjson.dumps(data)  # it must give back JSON data: a set or an object would lose the step
+            except Exception as exc:  # KeyboardInterrupt and SystemExit propagate
+                _processor_failed(processor, exc)
                 return pattern_placeholder("processor_error")
         return data
 

@@ -8,6 +8,10 @@ run the real function: fail closed, and ask each active replay whether it may ru
 
 A replay whose ``__exit__`` never ran would stay active for the rest of the process, so the
 next ``record()`` or ``replay()`` and the interpreter's exit warn about it.
+
+Recordings are noted too: a run started in a thread that did not receive a copy of the
+context while exactly one ``record()`` is active joins that recording (as steps join the only
+active run); with several, it cannot know which, and warns once with the fix.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import threading
 import warnings
 from typing import Any, Protocol
 
-from otel_agent_replay.core import ReplayWarning
+from otel_agent_replay.core import RecordingWarning, ReplayWarning
 
 
 class OutsideGuard(Protocol):
@@ -107,3 +111,43 @@ def refuse_outside(spec: Any) -> None:
             refusal = error
     if refusal is not None:
         raise refusal
+
+
+ACTIVE_RECORDINGS: list[object] = []
+"""The ``record()`` blocks active in the process."""
+_warned_ambiguous = False
+
+
+def recording_started(recording: object) -> None:
+    with _lock:
+        ACTIVE_RECORDINGS.append(recording)
+
+
+def recording_ended(recording: object) -> None:
+    with _lock:
+        if recording in ACTIVE_RECORDINGS:
+            ACTIVE_RECORDINGS.remove(recording)
+
+
+def only_recording(agent_name: str) -> object | None:
+    """The recording a run started outside every recording's context joins: the only one active, else None.
+
+    With several active it cannot choose: warns once, with the fix.
+    """
+    global _warned_ambiguous
+    with _lock:
+        active = tuple(ACTIVE_RECORDINGS)
+        if len(active) == 1:
+            return active[0]
+        if not active or _warned_ambiguous:
+            return None
+        _warned_ambiguous = True
+    warnings.warn(
+        f"agent_run({agent_name!r}) started in a thread or task that does not carry a record() context while "
+        f"{len(active)} recordings are active, so it is not recorded (this warning is shown once). Start the "
+        "thread with a copy of the context: ctx = contextvars.copy_context() inside the record() block, then "
+        "threading.Thread(target=ctx.run, args=(fn, ...)) or executor.submit(ctx.run, fn, ...)",
+        RecordingWarning,
+        stacklevel=4,
+    )
+    return None

@@ -16,6 +16,7 @@ from otel_agent_replay.capture import DEFAULT_CAPTURE, Capture, bind_arguments, 
 from otel_agent_replay.core import ConfigurationError, Scope
 from otel_agent_replay.core import attributes as A
 
+from ._outside import ACTIVE_RECORDINGS, ACTIVE_REPLAYS, only_recording
 from ._runtime import (
     ReplayHook,
     RunState,
@@ -103,8 +104,12 @@ class agent_run(Scope[RunHandle, _Entered]):
 
     def _start(self) -> tuple[RunHandle, _Entered]:
         recording = current_recording.get()
-        capture = cast(Capture, getattr(recording, "capture", DEFAULT_CAPTURE))
         session = current_replay.get()
+        joined = False
+        if recording is None and session is None and ACTIVE_RECORDINGS and not ACTIVE_REPLAYS:
+            recording = only_recording(self.agent_name)  # a thread started without the record() context
+            joined = recording is not None
+        capture = cast(Capture, getattr(recording, "capture", DEFAULT_CAPTURE))
         run_id = self.run_id or uuid.uuid4().hex
         attrs: dict[str, Any] = {
             A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
@@ -131,6 +136,9 @@ class agent_run(Scope[RunHandle, _Entered]):
             extra, links, replay_run = session.begin_run(self.agent_name, run_id)
             attrs.update(extra)
         undo: list[Callable[[], None]] = []
+        if joined:
+            rec_token = current_recording.set(recording)  # the router reads it when the run span starts
+            undo.append(lambda: current_recording.reset(rec_token))
         span: Span
         if session is not None and not session.spans:
             span = INVALID_SPAN

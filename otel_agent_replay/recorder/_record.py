@@ -30,7 +30,12 @@ from otel_agent_replay.backends import OtlpOption, OtlpProcessor, OtlpStats, otl
 from otel_agent_replay.capture import DEFAULT_REDACTOR, BlobStore, Capture, Limits, Redactor
 from otel_agent_replay.core import ConfigurationError, OtlpWarning, RecordingWarning, Scope
 from otel_agent_replay.core import attributes as A
-from otel_agent_replay.instrumentation import current_recording, warn_if_replay_active
+from otel_agent_replay.instrumentation import (
+    current_recording,
+    recording_ended,
+    recording_started,
+    warn_if_replay_active,
+)
 
 from ._foreign import is_ours, redacted_span
 
@@ -207,10 +212,12 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         exporter = TapeSpanExporter(self.path, fsync=self.fsync)
         rec = Recording(self.path, exporter, self.capture, otlp)
         token = current_recording.set(rec)
+        recording_started(rec)
         return rec, (rec, token)
 
     def _stop(self, entered: tuple[Recording, Token[object | None]], error: BaseException | None) -> None:
         rec, token = entered
+        recording_ended(rec)
         current_recording.reset(token)
         rec.open = False
         rec.exporter.force_flush()

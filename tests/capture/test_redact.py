@@ -669,3 +669,33 @@ def test_personal_data_is_redacted_only_behind_the_switch() -> None:
     for kept in ("card 4111 1111 1111 1112", "order 123456789012", "v1.22.333.4444", "ip 192.168.100.200"):
         assert pii.redact_text(kept) == kept
     assert pii({"to": "a@b.example"}) == {"to": "[REDACTED:email]"} and pii.may_redact('{"n":1}')
+
+
+def test_a_processor_returning_non_json_is_contained_and_named(tmp_path: Path) -> None:
+    from otel_agent_replay import RecordingWarning, agent_run, load_tape, record, tool
+
+    def to_set(value: object) -> object:
+        return {1, 2} if isinstance(value, dict) else value
+
+    @tool(side_effect="read_only")
+    def lookup(x: int) -> dict[str, int]:
+        return {"x": x}
+
+    tape = tmp_path / "t.jsonl"
+    warned = pytest.warns(RecordingWarning, match=r"processor .*to_set returned data that is not JSON.*step kept")
+    with warned, record(tape, redactor=Redactor(processors=(to_set,))), agent_run("a", input={"q": 1}) as run:
+        assert lookup(1) == {"x": 1}  # the agent goes on
+        run.set_output({"done": True})
+    (recorded,) = load_tape(tape).runs
+    assert recorded.input == "[REDACTED:processor_error]"
+    (step,) = recorded.steps
+    assert step.args == "[REDACTED:processor_error]" and step.result == "[REDACTED:processor_error]"
+
+
+@pytest.mark.parametrize("signal", [KeyboardInterrupt, SystemExit])
+def test_keyboard_interrupt_and_system_exit_from_a_processor_propagate(signal: type[BaseException]) -> None:
+    def interrupted(value: object) -> object:
+        raise signal()
+
+    with pytest.raises(signal):
+        Redactor(processors=(interrupted,))({"a": 1})
