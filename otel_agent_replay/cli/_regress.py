@@ -220,6 +220,11 @@ def check_tapes(paths: Iterable[str], *, max_age_days: float | None = None) -> l
         except (TapeFormatError, TapeNotFoundError) as exc:
             findings.append(Finding("format", path, str(exc)))
             continue
+        if not tape.runs and tape.warnings:  # nothing loaded, something skipped: not an empty tape
+            findings.append(
+                Finding("format", path, f"no span could be read, every line was skipped: {tape.warnings[0]}")
+            )
+            continue
         findings.extend(_secret_findings(path))
         for run in tape.runs:
             if max_age_days is not None and run.recorded_at:

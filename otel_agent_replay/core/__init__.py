@@ -45,11 +45,14 @@ from ._errors import (
     TapeUnused,
     TapeWarning,
 )
+from ._files import MAX_BLOB_BYTES, MAX_LINE_BYTES, open_regular, read_regular
 from ._scope import Scope
 from ._version import __version__
 
 __all__ = [
     "DECLARABLE_SIDE_EFFECTS",
+    "MAX_BLOB_BYTES",
+    "MAX_LINE_BYTES",
     "AgentReplayError",
     "AgentReplayWarning",
     "Choice",
@@ -90,4 +93,6 @@ __all__ = [
     "__version__",
     "attributes",
     "choice",
+    "open_regular",
+    "read_regular",
 ]
