@@ -12,7 +12,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import INVALID_SPAN, Link, Span, SpanKind
 
-from otel_agent_replay.capture import DEFAULT_CAPTURE, Capture, bind_arguments, capture_json, hash_text
+from otel_agent_replay.capture import DEFAULT_CAPTURE, Capture, Limits, bind_arguments, capture_json, hash_text
 from otel_agent_replay.core import ConfigurationError, Scope
 from otel_agent_replay.core import attributes as A
 
@@ -28,6 +28,8 @@ from ._runtime import (
     run_started,
 )
 from ._steps import record_error, tracer
+
+_DEFAULT_LIMITS = Limits()
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -119,6 +121,10 @@ class agent_run(Scope[RunHandle, _Entered]):
             A.SCHEMA_VERSION_ATTR: A.SCHEMA_VERSION,
             A.RECORDED_AT: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds"),
         }
+        if recording is not None and session is None and capture.limits != _DEFAULT_LIMITS:
+            # replay must shorten live arguments with the same caps, or long ones drift
+            attrs[A.MAX_STRING] = capture.limits.max_string
+            attrs[A.MAX_RESULT_BYTES] = capture.limits.max_result_bytes
         redact = capture.redactor.redact_text
         if self.conversation_id is not None:
             attrs[A.GEN_AI_CONVERSATION_ID] = redact(self.conversation_id)

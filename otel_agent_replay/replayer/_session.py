@@ -7,6 +7,7 @@ it for every decorated call while it is active.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import functools
 import inspect
@@ -18,7 +19,7 @@ from typing import Any
 
 from opentelemetry.trace import INVALID_SPAN, Link, SpanContext, TraceFlags
 
-from otel_agent_replay.capture import Capture, CapturedResult, capture_args
+from otel_agent_replay.capture import Capture, CapturedResult, Limits, capture_args
 from otel_agent_replay.comparison import RunView
 from otel_agent_replay.core import (
     ConfigurationError,
@@ -70,6 +71,7 @@ class _ReplayRun:
     def __init__(self, index: RunIndex | None, state: RunState | None) -> None:
         self.index = index
         self.state = state
+        self.limits_applied = False
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
 
@@ -219,7 +221,11 @@ class ReplaySession:
     def _binding(self) -> tuple[_ReplayRun, RunState]:
         state = current_run.get() or active_run()
         if state is not None and isinstance(state.replay, _ReplayRun):
-            return state.replay, state
+            bound = state.replay
+            if not bound.limits_applied:
+                bound.limits_applied = True
+                state.capture = self._capture_for(bound.index.run if bound.index else None, state.capture)
+            return bound, state
         with self._lock:
             implicit = self._implicit
             if implicit is None:
@@ -233,13 +239,26 @@ class ReplaySession:
                     recorded.run_id if recorded else "",
                     recorded.agent_name if recorded else "",
                     INVALID_SPAN,
-                    self.capture,
+                    self._capture_for(recorded, self.capture),
                     None,
                 )
                 implicit = self._implicit = _ReplayRun(index, live)
                 self._bound.append(implicit)
         assert implicit.state is not None
         return implicit, implicit.state
+
+    @staticmethod
+    def _capture_for(recorded: Run | None, capture: Capture) -> Capture:
+        """``capture`` with the size caps the run was recorded with (stored on its run span), so a live
+        argument is shortened as the recorded one was and its call key matches."""
+        attrs = recorded.attributes if recorded is not None else {}
+        max_string, max_result = attrs.get(A.MAX_STRING), attrs.get(A.MAX_RESULT_BYTES)
+        if not isinstance(max_string, int) or not isinstance(max_result, int):
+            return capture
+        limits = Limits(max_string=max_string, max_result_bytes=max_result)
+        if limits == capture.limits:
+            return capture
+        return dataclasses.replace(capture, limits=limits)
 
     # --- calls -----------------------------------------------------------------------
 
