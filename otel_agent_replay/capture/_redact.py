@@ -223,7 +223,7 @@ class Redactor:
         compiled = self._compiled
         if any(guard in json_text and gate.search(json_text) is not None for guard, gate in compiled.prefilters):
             return True
-        if '"$bytes"' in json_text or self._fields_hit(json_text):
+        if ("$" in json_text and '"$bytes"' in json_text) or self._fields_hit(json_text):
             return True
         if not compiled.key_words:
             return False

@@ -273,7 +273,7 @@ _RULES: Final = (
     _Rule(
         "sendgrid_key",
         r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}",
-        ((".", r"\.(?<=SG\.)"),),
+        (("G", r"G\.(?<=SG\.)"),),  # "G" is rarer than "." in text: a cheaper guard
         before=_NOT_ALNUM_BEFORE,
     ),
     _Rule("npm_token", r"npm_[A-Za-z0-9]{36}", (("_", r"_(?<=npm_)"),), before=_NOT_ALNUM_BEFORE),
@@ -282,7 +282,7 @@ _RULES: Final = (
     _Rule(
         "slack_webhook",
         r"(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+",
-        ((".", r"\.slack\.com/"),),
+        (("k", r"ks\.slack\.com/(?<=hooks\.slack\.com/)"),),
         before=r"hooks\.slack\.com/",
     ),
     _Rule(
