@@ -121,13 +121,16 @@ def tape_path_for(item: pytest.Item, given: str | None) -> Path:
     return target.resolve() if given is not None else target
 
 
-def _lock_tape(path: Path, nodeid: str, *, exclusive: bool) -> IO[str]:
+def _lock_tape(path: Path, nodeid: str, *, exclusive: bool) -> IO[str] | None:
     """Lock the tape for this test: exclusive to record it, shared to replay it (a lock file in the
     temporary folder, named by the tape's path). Another process recording it is a clear error."""
     key = hashlib.sha256(str(path.resolve()).encode("utf-8")).hexdigest()[:24]
     folder = Path(tempfile.gettempdir()) / "otel-agent-replay-locks"
-    folder.mkdir(exist_ok=True)
-    handle = (folder / f"{key}.lock").open("a+")
+    try:
+        folder.mkdir(exist_ok=True)
+        handle = (folder / f"{key}.lock").open("a+")
+    except OSError:
+        return None  # no lock folder we may write (another user's): the tape is used unlocked
     try:
         fcntl.flock(handle, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
     except OSError:
