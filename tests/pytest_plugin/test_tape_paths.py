@@ -118,3 +118,33 @@ def test_a_second_writer_of_one_tape_fails_with_a_clear_error(pytester: pytest.P
         holder.wait()
     pytester.runpytest_subprocess("--agent-record-mode=once").assert_outcomes(passed=1)  # free again
     assert tape.exists()
+
+
+SHARED = """
+import time
+import pytest
+from otel_agent_replay import agent_run, tool
+
+@tool(side_effect="read_only")
+def lookup(who: str) -> str:
+    return who.upper()
+
+@pytest.mark.agent_tape("shared.jsonl")
+def test_first(agent_tape):
+    with agent_run("a"):
+        lookup("a")
+    time.sleep(3)
+
+@pytest.mark.agent_tape("shared.jsonl")
+def test_second(agent_tape):
+    with agent_run("a"):
+        lookup("b")
+    time.sleep(3)
+"""
+
+
+def test_two_xdist_workers_recording_one_tape_are_detected(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_agent=SHARED)
+    result = pytester.runpytest_subprocess("-n", "2", "--agent-record-mode=all")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*cannot record the tape*shared.jsonl*in use by test_agent.py::test_*"])
