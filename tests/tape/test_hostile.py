@@ -129,3 +129,21 @@ def test_check_fails_a_tape_whose_every_line_was_skipped(tape: Path, tmp_path: P
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     assert main(["check", str(empty)]) == 0  # an empty tape is not a broken one
+
+
+def test_the_parse_error_of_a_huge_line_names_its_column(tape: Path, tmp_path: Path) -> None:
+    doc = orjson.loads(tape.read_text().splitlines()[0])
+    spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    many = []
+    for i in range(9000):  # a line of ~10 MB: read span by span, not parsed whole
+        span = dict(spans[0])
+        span["spanId"] = f"{i + 1:016x}"
+        many.append(span)
+    doc["resourceSpans"][0]["scopeSpans"][0]["spans"] = many
+    text = orjson.dumps(doc).decode()
+    at = text.index('},{"traceId"', len(text) // 2) + 2
+    huge = tmp_path / "huge.jsonl"
+    huge.write_text(text[:at] + "#" + text[at:] + "\n")
+    assert huge.stat().st_size > 8 << 20
+    with pytest.raises(TapeFormatError, match=rf"huge\.jsonl:1: invalid JSON \(Expecting value at column {at + 1}\)"):
+        load_tape(huge)
