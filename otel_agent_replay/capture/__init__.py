@@ -29,11 +29,13 @@ from ._pipeline import (
     messages_json,
     usage_tokens,
 )
-from ._redact import DEFAULT_REDACTOR, Redactor
+from ._redact import DEFAULT_REDACTOR, KEY_PLACEHOLDER, PII_NAMES, Redactor
 
 __all__ = [
     "DEFAULT_CAPTURE",
     "DEFAULT_REDACTOR",
+    "KEY_PLACEHOLDER",
+    "PII_NAMES",
     "Binder",
     "BlobStore",
     "Capture",

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import orjson
 
+from otel_agent_replay.core import MAX_BLOB_BYTES, TapeFormatError, read_regular
+
 from ._canonical import JSONValue
 
 DEFAULT_MAX_STRING = 16 * 1024
@@ -99,6 +101,19 @@ class BlobStore:
             raise
         return digest
 
-    def get(self, sha256_hex: str) -> str:
-        """The stored text for a hash; ``FileNotFoundError`` when it was never stored."""
-        return self.path_for(sha256_hex).read_text("utf-8")
+    def get(self, sha256_hex: str, max_bytes: int = MAX_BLOB_BYTES) -> str:
+        """The stored text for a hash, checked against it before it is served.
+
+        ``FileNotFoundError`` (a ``TapeNotFoundError``) when it was never stored; ``TapeFormatError``
+        when the file is not a regular file (a link to a device), is over ``max_bytes``, or its
+        content does not match its name.
+        """
+        path = self.path_for(sha256_hex)
+        data = read_regular(str(path), "blob", max_bytes)
+        if hashlib.sha256(data).hexdigest() != sha256_hex:
+            raise TapeFormatError(
+                "its content does not match its sha256 name, so it was changed after it was stored; "
+                "delete it and re-record the tape",
+                path=str(path),
+            )
+        return data.decode("utf-8")

@@ -13,11 +13,21 @@ redacted copy. Three built-in passes run, then the user's processors:
    ``{"name": ..., "value": ...}`` / ``{"key": ..., "value": ...}`` entries, the value of a
    pair whose name is a secret key becomes ``"[REDACTED]"``; the name is kept.
 3. **Value patterns.** Inside every string value, well-known token shapes (AWS, GitHub,
-   GitLab, OpenAI, Anthropic, Slack, Google, Stripe, JWT, ``Bearer <token>``, PEM private
-   keys, ``user:pass@`` in URLs, ``token=...``-style parameters) are replaced by
-   ``"[REDACTED:<name>]"`` and the rest of the string is kept. A string that is itself a
+   GitLab, OpenAI, Anthropic, Slack tokens and webhook URLs, Google, Stripe, SendGrid, npm,
+   PyPI, Hugging Face, JWT, ``Bearer <token>``, PEM private keys, ``user:pass@`` in URLs,
+   ``token=...``-style parameters with Azure's ``AccountKey=``/``SharedAccessKey=``, npm's
+   ``_authToken=``, ``session=``/``sid=``, ``aws_secret_access_key = ...``) are replaced by
+   ``"[REDACTED:<name>]"`` and the rest of the string is kept. Then the **field rules**: a
+   secret named in free text, as a header line (``Authorization: Basic ...``, ``Cookie: ...``,
+   ``X-API-Key: ...``) or a quoted field (``{'password': '...'}`` in an exception's repr,
+   ``password='...'`` in a call's repr, ``"api_key": "..."`` in prose), tried only at the
+   positions before a trigger word (``pass``, ``key``, ``token`` ...). A string that is itself a
    JSON object or array (a tool that returns ``json.dumps(...)``) is parsed and redacted
    as data; it is re-serialised (compactly, by orjson) only when something was redacted.
+   Dict keys (and so ``**kwargs`` names) are scanned too: a key that held a secret is
+   replaced and its value redacted. ``{"$bytes": base64}`` (bytes) is decoded and its text
+   redacted before it is encoded again. ``pii=True`` adds e-mail addresses, Luhn-checked card
+   numbers and phone numbers.
 
 Placeholders are fixed strings, so redacting the same value twice gives the same result
 (redaction is idempotent) and a call key computed over redacted arguments is the same at
@@ -28,11 +38,12 @@ becomes ``"[REDACTED:processor_error]"`` (and ``"[REDACTED:redaction_error]"`` i
 built-in passes ever fail); nested deeper than 100 levels becomes ``"[REDACTED:too_deep]"``.
 Only the exception's type is logged, never its message, which may quote the secret.
 
-Known limits: dict keys are never scanned for value patterns; a bearer token is recognised
-in free text only when it holds a digit or is at least 20 characters long (so prose such as
-"a bearer token" is left alone), and only spelled ``Bearer``, ``bearer`` or ``BEARER``;
-free-text ``Basic`` credentials and header lines (``Authorization: ...`` inside a string)
-are not recognised. Under a secret key or header name every value is redacted.
+Known limits: a secret with no recognisable shape, under no secret key and named by nothing
+around it (a bare password in prose) cannot be seen; a bearer token is recognised in free text
+only when it holds a digit or is at least 20 characters long, and only spelled ``Bearer``,
+``bearer`` or ``BEARER``; binary bytes that are not UTF-8 text are kept as they are; personal
+data is redacted only with ``pii=True``. Under a secret key or header name every value is
+redacted.
 
 The rules themselves (secret key names, value patterns and their compilation) are in
 ``otel_agent_replay.redact_rules``; this module walks JSON data and scans strings with them.
@@ -40,30 +51,36 @@ The rules themselves (secret key names, value patterns and their compilation) ar
 
 from __future__ import annotations
 
+import base64
 import enum
 import logging
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, TypeAlias
 
 import orjson
 
-from otel_agent_replay.core import ConfigurationError
+from otel_agent_replay.core import ConfigurationError, RecordingWarning
 
 from ._canonical import JSONValue, to_jsonable
 from ._redact_rules import (
+    FIELD_LOOKBACK,
     MAX_ANCHOR_OFFSET,
     PATTERN_NAMES,
+    PII_NAMES,
     CompiledRules,
     compile_rules,
     pattern_placeholder,
+    redact_pii,
 )
 
 __all__ = [
     "DEFAULT_REDACTOR",
     "KEY_PLACEHOLDER",
     "PATTERN_NAMES",
+    "PII_NAMES",
     "RedactionProcessor",
     "Redactor",
     "pattern_placeholder",
@@ -88,6 +105,25 @@ def _substitute(pattern: re.Pattern[str], placeholder: str, text: str) -> str:
     return pattern.sub(replace, text)
 
 
+def _processor_failed(processor: RedactionProcessor, exc: Exception) -> None:
+    name = getattr(processor, "__qualname__", type(processor).__qualname__)
+    module = getattr(processor, "__module__", "")
+    what = (
+        f"returned data that is not JSON ({exc})"
+        if isinstance(exc, (TypeError, orjson.JSONEncodeError))
+        else f"raised {type(exc).__name__}"
+    )
+    # Only the exception's type goes to the log, never its message, which may quote the secret.
+    _log.warning("redaction processor %s raised %s; the value was replaced", name, type(exc).__name__)
+    warnings.warn(
+        f"redaction processor {module + '.' if module else ''}{name} {what}; the value was replaced by "
+        f"{pattern_placeholder('processor_error')!r} and the step kept. A processor takes JSON data (dict, list, "
+        "str, int, float, bool, None) and must return JSON data",
+        RecordingWarning,
+        stacklevel=2,
+    )
+
+
 # --- the redactor ---------------------------------------------------------------------
 
 
@@ -97,6 +133,10 @@ _SHORT_TEXT: Final = 256
 _MANY_STRINGS: Final = 96
 # A header-pair name longer than this is checked with the word scan instead of as a key.
 _LONG_NAME: Final = 64
+# A field rule's ":" or "=" is followed by a space, a tab or a quote (in JSON text, an escaped one).
+# One regex per character, each with a literal first character, is far cheaper than one alternation.
+_RAW_MARKS: Final = (re.compile(r"""=[ \t'"]"""), re.compile(r""":[ \t'"]"""))
+_JSON_MARKS: Final = (re.compile(r"""=[ \t'\\]"""), re.compile(r""":[ \t'\\]"""))
 # Objects with these fields may be name/value pairs ({"name": "Authorization", "value": ...}).
 _PAIR_NAME_FIELDS: Final = frozenset({"name", "key", "Name", "Key"})
 
@@ -110,7 +150,10 @@ class Redactor:
     regexes (str or compiled); a match becomes ``"[REDACTED:custom_<n>]"``, ``n`` counting
     from 1 in the order given. ``processors`` run in order after the built-in passes and
     their return value is used. ``defaults=False`` turns off the built-in key names and
-    value patterns (header lists still follow ``keys``).
+    value patterns (header lists still follow ``keys``). ``pii=True`` also removes personal data
+    from strings: e-mail addresses, card numbers that pass the Luhn check, and phone numbers
+    (``"[REDACTED:email]"``, ``"[REDACTED:card_number]"``, ``"[REDACTED:phone]"``); it is off by
+    default because it changes ordinary data (and so call keys).
 
     Invalid patterns raise ``ConfigurationError`` here, at construction, never later while
     redacting. The instance is immutable and hashable; everything is compiled once.
@@ -120,6 +163,7 @@ class Redactor:
     patterns: tuple[str | re.Pattern[str], ...] = ()
     processors: tuple[RedactionProcessor, ...] = ()
     defaults: bool = True
+    pii: bool = False
     _compiled: CompiledRules = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -154,12 +198,9 @@ class Redactor:
         for processor in self.processors:
             try:
                 data = processor(data)
-            except Exception as exc:
-                _log.warning(
-                    "redaction processor %s raised %s; the value was replaced",
-                    getattr(processor, "__qualname__", type(processor).__qualname__),
-                    type(exc).__name__,
-                )
+                orjson.dumps(data)  # it must give back JSON data: a set or an object would lose the step
+            except Exception as exc:  # KeyboardInterrupt and SystemExit propagate
+                _processor_failed(processor, exc)
                 return pattern_placeholder("processor_error")
         return data
 
@@ -177,10 +218,12 @@ class Redactor:
         text with escaped quotes (JSON inside strings), name/value pair objects, or many
         strings falls back to looking for the secret key words anywhere in it.
         """
-        if self.patterns or self.processors:
+        if self.patterns or self.processors or self.pii:
             return True
         compiled = self._compiled
         if any(guard in json_text and gate.search(json_text) is not None for guard, gate in compiled.prefilters):
+            return True
+        if ("$" in json_text and '"$bytes"' in json_text) or self._fields_hit(json_text):
             return True
         if not compiled.key_words:
             return False
@@ -277,6 +320,16 @@ class Redactor:
                 secret = isinstance(key, str) and self.is_secret_key(key)
             if secret:
                 out[key] = None if item is None else KEY_PLACEHOLDER
+                continue
+            if type(key) is str and len(key) >= self._compiled.min_len:
+                clean = self._scan(key)  # a secret in a key (a token as a dict key, a **kwargs name)
+                if clean != key:
+                    # the placeholder names a secret ("[REDACTED:github_token]"), so a second pass would
+                    # take the key for a secret key: redact its value now, and redaction stays idempotent
+                    out[clean] = None if item is None else KEY_PLACEHOLDER
+                    continue
+            if key == "$bytes" and type(item) is str:
+                out[key] = self._bytes(item, depth)
             else:
                 out[key] = self._walk(item, depth + 1)
         if "value" in value or "Value" in value:
@@ -290,6 +343,17 @@ class Redactor:
                                 out[value_field] = KEY_PLACEHOLDER
                     break
         return out
+
+    def _bytes(self, encoded: str, depth: int) -> str:
+        """``{"$bytes": base64}``: the bytes as text are redacted like a string (base64 hides every pattern)."""
+        try:
+            text = base64.b64decode(encoded, validate=True).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return encoded  # binary data: no text to redact
+        redacted = self._string(text, depth)
+        if redacted == text:
+            return encoded
+        return base64.b64encode(str(redacted).encode("utf-8")).decode("ascii")
 
     def _list(self, value: list[JSONValue] | tuple[JSONValue, ...], depth: int) -> JSONValue:
         if depth > _MAX_DEPTH:
@@ -335,10 +399,60 @@ class Redactor:
                 if guard in text and prefilter.search(text) is not None:
                     text = self._replace(text)
                     break
+        if compiled.fields is not None and len(text) >= compiled.min_len and (":" in text or "=" in text):
+            text = self._fields(text, compiled.fields)
         for pattern, placeholder in compiled.separate:
             if pattern.search(text) is not None:
                 text = _substitute(pattern, placeholder, text)
+        if self.pii:
+            text = redact_pii(text)
         return text
+
+    def _field_starts(self, text: str, marks: tuple[re.Pattern[str], re.Pattern[str]]) -> list[int]:
+        """Where a field rule may match (sorted, unique): a little before each trigger word, in text
+        that has a ``:`` or ``=`` followed by a space or a quote (one cheap search rules most text out)."""
+        equals, colon = marks
+        if not ("=" in text and equals.search(text) is not None) and not (":" in text and colon.search(text)):
+            return []
+        lowered = text.lower()
+        starts: set[int] = set()
+        for word in self._compiled.field_triggers:
+            at = lowered.find(word)
+            while at >= 0:
+                starts.update(range(max(0, at - FIELD_LOOKBACK), at + 1))
+                at = lowered.find(word, at + 1)
+        return sorted(starts)
+
+    def _fields(self, text: str, fields: re.Pattern[str]) -> str:
+        """Redact secrets named in free text: header lines, quoted fields (a repr, kwargs, JSON in prose)."""
+        starts = self._field_starts(text, _RAW_MARKS)
+        if not starts:
+            return text
+        placeholders = self._compiled.placeholders
+        parts: list[str] = []
+        copied = 0
+        for start in starts:
+            if start < copied:
+                continue
+            match = fields.match(text, start)
+            if match is None or match.lastgroup is None:
+                continue
+            secret_start, secret_end = match.span(match.lastgroup)
+            if secret_end <= secret_start:
+                continue
+            parts.append(text[copied:secret_start])
+            parts.append(placeholders[match.lastgroup])
+            copied = secret_end
+        if not parts:
+            return text
+        parts.append(text[copied:])
+        return "".join(parts)
+
+    def _fields_hit(self, text: str) -> bool:
+        fields = self._compiled.fields
+        if fields is None or (":" not in text and "=" not in text):
+            return False
+        return any(fields.match(text, start) is not None for start in self._field_starts(text, _JSON_MARKS))
 
     def _replace(self, text: str) -> str:
         compiled = self._compiled

@@ -17,11 +17,14 @@ from typing import Final
 from otel_agent_replay.core import ConfigurationError
 
 __all__ = [
+    "FIELD_LOOKBACK",
     "MAX_ANCHOR_OFFSET",
     "PATTERN_NAMES",
+    "PII_NAMES",
     "CompiledRules",
     "compile_rules",
     "pattern_placeholder",
+    "redact_pii",
 ]
 
 
@@ -65,7 +68,7 @@ _SECRET_SUFFIXES: Final = (
     "bearertokens",
 )
 # Whole words that are secret on their own.
-_SECRET_WORDS: Final = frozenset({"jwt", "jwts", "creds", "sessionid", "sessionkey"})
+_SECRET_WORDS: Final = frozenset({"jwt", "jwts", "creds", "sessionid", "sessionkey", "pwd", "pass"})
 # "token" and "session" also name counts and limits; a key holding one of these words
 # is a count, not a secret (max_tokens is plural anyway, but token_count, max_token,
 # session_count are not).
@@ -104,7 +107,7 @@ _COUNT_WORDS: Final = frozenset(
 # when lower-cased ("pass" covers password, passwd, passphrase; "cred" credential(s) and
 # creds; "key" api/private/access keys). A few plain substring checks cost far less
 # than one case-insensitive alternation over the same text.
-_DEFAULT_KEY_WORDS: Final = ("pass", "secret", "auth", "cookie", "cred", "token", "jwt", "session", "key")
+_DEFAULT_KEY_WORDS: Final = ("pass", "pwd", "secret", "auth", "cookie", "cred", "token", "jwt", "session", "key")
 
 
 def _words(key: str) -> tuple[str, ...]:
@@ -173,6 +176,14 @@ _PARAM_NAMES = (
     "access_key",
     "sig",
     "signature",
+    "pass",
+    "accountkey",
+    "sharedaccesskey",
+    "sharedaccesssignature",
+    "authtoken",
+    "session",
+    "sessionid",
+    "sid",
 )
 _NOT_ALNUM_BEFORE = r"(?<![A-Za-z0-9])"
 # "sk-" not inside a word, so "task-" and "risk-" do not count as candidates.
@@ -185,6 +196,16 @@ _PARAM_GATE = (
     + "|".join(f"(?<={re.escape(name)}=)" for name in _PARAM_NAMES)
     + "))"
 )
+
+# Free-text header lines ("Authorization: Basic ...", "Cookie: ...", "X-API-Key: ..."): the rest of
+# the line (up to a quote) is the secret. "Authorization: Bearer ..." is left to the bearer pattern.
+_HEADER_NAMES = r"(?:proxy-)?authorization|set-cookie|cookie|x-api-key|api-key|x-auth-token|x-access-token"
+# Quoted secret fields in free text: a repr ("{'password': 'x'}"), kwargs ("password='x'"), JSON in prose.
+_FIELD_NAMES = (
+    r"password|passwd|passphrase|pwd|pass|secret|client_secret|api_?key|access_?token|refresh_?token|"
+    r"auth_?token|id_?token|token|private_?key|session_?id|cookie|authorization|credentials?"
+)
+_FIELD_BEFORE = rf"(?<![A-Za-z0-9])(?i:{_FIELD_NAMES})"
 
 _RULES: Final = (
     _Rule(
@@ -244,10 +265,32 @@ _RULES: Final = (
         before=_NOT_ALNUM_BEFORE + r"(?:[Bb]earer|BEARER)[ \t]+",
     ),
     _Rule(
+        "aws_secret_key",
+        r"[A-Za-z0-9/+=]{20,}",
+        (("_", r"_(?<=aws_)secret_access_key"), ("_", r"_(?<=AWS_)SECRET_ACCESS_KEY")),
+        before=r"(?:aws_secret_access_key|AWS_SECRET_ACCESS_KEY)[ \t]*[=:][ \t]*[\"']?",
+    ),
+    _Rule(
+        "sendgrid_key",
+        r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}",
+        (("G", r"G\.(?<=SG\.)"),),  # "G" is rarer than "." in text: a cheaper guard
+        before=_NOT_ALNUM_BEFORE,
+    ),
+    _Rule("npm_token", r"npm_[A-Za-z0-9]{36}", (("_", r"_(?<=npm_)"),), before=_NOT_ALNUM_BEFORE),
+    _Rule("pypi_token", r"pypi-[A-Za-z0-9_\-]{50,}", (("-", r"-(?<=pypi-)"),), before=_NOT_ALNUM_BEFORE),
+    _Rule("huggingface_token", r"hf_[A-Za-z0-9]{30,}", (("_", r"_(?<=hf_)"),), before=_NOT_ALNUM_BEFORE),
+    _Rule(
+        "slack_webhook",
+        r"(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+",
+        (("k", r"ks\.slack\.com/(?<=hooks\.slack\.com/)"),),
+        before=r"hooks\.slack\.com/",
+    ),
+    _Rule(
         "url_credentials",
-        # No "[" in the user part, so a redacted URL does not match again.
-        r"[^\s/@:\[\]]*:[^\s/@]+",
-        (("@", r"://[^\s/@:\[\]]*:[^\s/@]+@"),),
+        # No "[" in the user part, so a redacted URL does not match again; the password runs to
+        # the last "@" before the host, so an unencoded "@" in it is redacted too.
+        r"[^\s/@:\[\]]*:[^\s/]+",
+        (("@", r"://[^\s/@:\[\]]*:[^\s/]+@"),),
         before="://",
         after="@",
     ),
@@ -259,7 +302,36 @@ _RULES: Final = (
     ),
 )
 
-PATTERN_NAMES: Final = tuple(rule.name for rule in _RULES)
+# Field rules: a secret named in free text. Their regexes are case-insensitive and have no cheap
+# one-character gate, so they are not in the gated alternation: a string is tried with them only
+# where it holds one of ``_FIELD_TRIGGERS`` (lower-cased), at the few positions before it.
+_FIELD_RULES: Final = (
+    _Rule(
+        "header",
+        r"(?![Bb]earer[ \t]|BEARER[ \t]|\[REDACTED)[^\s'\"][^\r\n'\"]*",
+        ((":", rf"(?i:{_HEADER_NAMES})[ \t]{{0,4}}:"),),
+        before=rf"(?<![A-Za-z0-9-])(?i:{_HEADER_NAMES})[ \t]{{0,4}}:[ \t]*",
+    ),
+    _Rule(
+        "secret_field",
+        r"(?!\[REDACTED)[^'\r\n]+",
+        (("'", rf"(?i:{_FIELD_NAMES})'?[ \t]{{0,4}}[:=][ \t]*'"),),
+        before=_FIELD_BEFORE + r"'?[ \t]{0,4}[:=][ \t]*'",
+        after="'",
+    ),
+    _Rule(
+        "secret_field",
+        r'(?!\[REDACTED)[^"\\\r\n]+',
+        (('"', rf'(?i:{_FIELD_NAMES})(?:\\?")?[ \t]{{0,4}}[:=][ \t]*\\?"'),),
+        before=_FIELD_BEFORE + r'(?:\\?")?[ \t]{0,4}[:=][ \t]*\\?"',
+        after='\\\\?"',
+    ),
+)
+_FIELD_TRIGGERS: Final = ("pass", "pwd", "secret", "key", "token", "session", "cookie", "auth", "credential")
+FIELD_LOOKBACK: Final = 14
+"""A field match starts at most this many characters before the trigger it holds ("x-access-token")."""
+
+PATTERN_NAMES: Final = tuple(dict.fromkeys(rule.name for rule in (*_RULES, *_FIELD_RULES)))
 """Names of the built-in value patterns, as they appear in ``"[REDACTED:<name>]"``."""
 
 # --- user patterns ----------------------------------------------------------------------
@@ -328,6 +400,9 @@ class CompiledRules:
     separate: tuple[tuple[re.Pattern[str], str], ...]
     """User patterns with capturing groups, which cannot join the alternation."""
     min_len: int
+    fields: re.Pattern[str] | None
+    """The field rules in one alternation (None without the defaults); see ``_FIELD_RULES``."""
+    field_triggers: tuple[str, ...]
     key_words: tuple[str, ...]
     """Every secret key name contains one of these, lower-cased (a superset)."""
 
@@ -349,9 +424,10 @@ def compile_rules(keys: tuple[str, ...], patterns: Iterable[object], defaults: b
     branches: list[str] = []
     gates: dict[str, list[str]] = {}
     placeholders: dict[str, str] = {}
-    for rule in rules:
-        branches.append(f"{rule.before}(?P<{rule.name}>(?:{rule.secret})){rule.after}")
-        placeholders[rule.name] = pattern_placeholder(rule.name)
+    for number, rule in enumerate(rules):
+        group = rule.name if rule.name not in placeholders else f"{rule.name}_{number}"  # one name, two shapes
+        branches.append(f"{rule.before}(?P<{group}>(?:{rule.secret})){rule.after}")
+        placeholders[group] = pattern_placeholder(rule.name)
         for guard, branch in rule.gates:
             same_guard = gates.setdefault(guard, [])
             if branch not in same_guard:
@@ -373,6 +449,12 @@ def compile_rules(keys: tuple[str, ...], patterns: Iterable[object], defaults: b
         else:
             separate.append((compiled, pattern_placeholder(name)))
 
+    fields: list[str] = []
+    for number, rule in enumerate(_FIELD_RULES if defaults else ()):
+        group = rule.name if rule.name not in placeholders else f"{rule.name}_f{number}"
+        fields.append(f"{rule.before}(?P<{group}>(?:{rule.secret})){rule.after}")
+        placeholders[group] = pattern_placeholder(rule.name)
+
     all_gates = [branch for same_guard in gates.values() for branch in same_guard]
     user_words = [_words(key) for key in keys]
     return CompiledRules(
@@ -387,4 +469,51 @@ def compile_rules(keys: tuple[str, ...], patterns: Iterable[object], defaults: b
         separate=tuple(separate),
         key_words=_key_words(defaults, user_words),
         min_len=1 if "" in gates else _MIN_SECRET_LEN,
+        fields=re.compile("|".join(fields)) if fields else None,
+        field_triggers=_FIELD_TRIGGERS if defaults else (),
     )
+
+
+# --- personal data (opt-in: Redactor(pii=True)) ------------------------------------------
+
+_EMAIL = re.compile(r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
+_CARD = re.compile(r"(?<![0-9])[0-9](?:[ \-]?[0-9]){12,18}(?![0-9])")
+_PHONE = re.compile(r"(?<![\w+])\+?(?:\([0-9]{1,4}\)[ .\-]?)?[0-9][0-9 .\-()]{7,18}[0-9](?![\w])")
+_DATE_LIKE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+PII_NAMES: Final = ("email", "card_number", "phone")
+"""Names of the opt-in personal-data patterns, as they appear in ``"[REDACTED:<name>]"``."""
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for position, char in enumerate(reversed(digits)):
+        n = ord(char) - 48
+        if position % 2:
+            n = n * 2 - 9 if n > 4 else n * 2
+        total += n
+    return total % 10 == 0
+
+
+def _card(match: re.Match[str]) -> str:
+    digits = "".join(c for c in match.group() if c.isdigit())
+    return pattern_placeholder("card_number") if 13 <= len(digits) <= 19 and _luhn(digits) else match.group()
+
+
+def _phone(match: re.Match[str]) -> str:
+    text = match.group()
+    digits = sum(c.isdigit() for c in text)
+    if "+" not in text and not any(sep in text for sep in " -.()"):
+        return text  # a bare run of digits is an id, not a phone number
+    if not 9 <= digits <= 15 or _DATE_LIKE.search(text) or (text.count(".") > 1 and "+" not in text):
+        return text  # a date, a version or an IP address, not a phone number
+    return pattern_placeholder("phone")
+
+
+def redact_pii(text: str) -> str:
+    """E-mail addresses, card numbers that pass the Luhn check, and phone numbers (9 to 15 digits)."""
+    if "@" in text:
+        text = _EMAIL.sub(pattern_placeholder("email"), text)
+    if sum(c.isdigit() for c in text[:4096]) >= 9 or len(text) > 4096:
+        text = _CARD.sub(_card, text)
+        text = _PHONE.sub(_phone, text)
+    return text

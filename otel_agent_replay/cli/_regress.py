@@ -188,6 +188,19 @@ def _secret_findings(path: str, lines: dict[str, int]) -> list[Finding]:
     found = []
     for record in iter_spans(path):
         lines.setdefault(record.span_id, record.line)
+        texts = {"the span name": record.name}
+        if record.error is not None:
+            texts["the error message"] = record.error.message
+        for where, text in texts.items():
+            if DEFAULT_REDACTOR.redact_text(text) != text:
+                found.append(
+                    Finding(
+                        "secret",
+                        f"{path}:{record.line}",
+                        f"span {record.name!r}: {where} holds a value the default redaction would remove; "
+                        "rotate that secret, then re-record the tape with redaction on",
+                    )
+                )
         for key, value in record.attributes.items():
             if not isinstance(value, str):
                 continue

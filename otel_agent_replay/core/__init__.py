@@ -11,6 +11,8 @@ from ._choices import (
     MissPolicyName,
     ModelPolicy,
     ModelPolicyName,
+    OutsidePolicy,
+    OutsidePolicyName,
     RecordMode,
     RecordModeName,
     SideEffect,
@@ -32,6 +34,7 @@ from ._errors import (
     RecordingWarning,
     ReplayDivergence,
     ReplayError,
+    ReplayWarning,
     SideEffectRefused,
     StoreError,
     TapeDrift,
@@ -44,11 +47,14 @@ from ._errors import (
     TapeUnused,
     TapeWarning,
 )
+from ._files import MAX_BLOB_BYTES, MAX_LINE_BYTES, open_regular, read_regular
 from ._scope import Scope
 from ._version import __version__
 
 __all__ = [
     "DECLARABLE_SIDE_EFFECTS",
+    "MAX_BLOB_BYTES",
+    "MAX_LINE_BYTES",
     "AgentReplayError",
     "AgentReplayWarning",
     "Choice",
@@ -60,12 +66,15 @@ __all__ = [
     "ModelPolicy",
     "ModelPolicyName",
     "OtlpWarning",
+    "OutsidePolicy",
+    "OutsidePolicyName",
     "RecordMode",
     "RecordModeName",
     "RecordedToolError",
     "RecordingWarning",
     "ReplayDivergence",
     "ReplayError",
+    "ReplayWarning",
     "Scope",
     "SideEffect",
     "SideEffectName",
@@ -88,4 +97,6 @@ __all__ = [
     "__version__",
     "attributes",
     "choice",
+    "open_regular",
+    "read_regular",
 ]

@@ -60,6 +60,20 @@ class SideEffectPolicy(Choice):
     """Serve its recorded result without running it."""
 
 
+class OutsidePolicy(Choice):
+    """What a replay does with a decorated call made from a context that carries no replay.
+
+    A thread or task that did not receive a copy of the replay's context (a ``threading.Thread``
+    or an executor worker started without ``contextvars.copy_context().run``, a thread or task
+    created before the block) cannot be served by the replay.
+    """
+
+    REFUSE = "refuse"
+    """Refuse every such call with ``SideEffectRefused`` (the default: fail closed)."""
+    READ_ONLY = "read_only"
+    """Let read-only tools run live there; refuse the others."""
+
+
 class ModelPolicy(Choice):
     """Where a replay gets model calls from."""
 
@@ -119,6 +133,7 @@ RecordModeName = Literal["none", "once", "new_episodes", "all"]
 SideEffectName = Literal["read_only", "write", "external"]
 SideEffectPolicyName = Literal["refuse", "stub"]
 ModelPolicyName = Literal["tape", "live"]
+OutsidePolicyName = Literal["refuse", "read_only"]
 StalePolicyName = Literal["warn", "error"]
 MissPolicyName = Literal["raise", "error_result"]
 

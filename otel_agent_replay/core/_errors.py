@@ -107,6 +107,10 @@ class TapeWarning(AgentReplayWarning):
     """Something about a tape needs attention: a skipped torn line, an expired step, a changed tool version."""
 
 
+class ReplayWarning(AgentReplayWarning):
+    """Something about a replay needs attention but does not fail it."""
+
+
 class RecordingWarning(AgentReplayWarning, RuntimeWarning):
     """Spans of a recording could not be written to its tape."""
 

@@ -6,6 +6,13 @@ The context variables that carry the active run, recording and replay live here 
 from __future__ import annotations
 
 from ._decorators import model_call, tool
+from ._outside import (
+    recording_ended,
+    recording_started,
+    replay_ended,
+    replay_started,
+    warn_if_replay_active,
+)
 from ._runs import RunHandle, agent_commit, agent_run
 from ._runtime import RunState, StepIds, active_run, current_recording, current_replay, current_run
 from ._spec import ToolSpec, make_spec, positive_seconds, tool_spec
@@ -40,8 +47,13 @@ __all__ = [
     "positive_seconds",
     "prepare",
     "record_error",
+    "recording_ended",
+    "recording_started",
+    "replay_ended",
+    "replay_started",
     "start_step",
     "step_attributes",
     "tool",
     "tool_spec",
+    "warn_if_replay_active",
 ]

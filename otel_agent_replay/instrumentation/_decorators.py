@@ -14,10 +14,11 @@ from typing import Any, TypeVar, cast, overload
 
 from otel_agent_replay.core import SideEffect, SideEffectName, StepKind
 
+from ._outside import ACTIVE_REPLAYS, refuse_outside
 from ._runs import RunHandle, agent_run
-from ._runtime import current_replay
+from ._runtime import current_recording, current_replay
 from ._spec import SPEC_ATTRIBUTE, ToolSpec, make_spec, tool_spec
-from ._steps import call_recorded, call_recorded_async
+from ._steps import _begin
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -34,7 +35,18 @@ def _wrap(fn: F, spec: ToolSpec) -> F:
             session = current_replay.get()
             if session is not None:
                 return await session.call_async(spec, async_fn, args, kwargs)
-            return await call_recorded_async(spec, async_fn, args, kwargs)
+            if ACTIVE_REPLAYS and current_recording.get() is None:
+                refuse_outside(spec)  # a replay is active, but not in this context: fail closed
+            step = _begin(spec, args, kwargs)  # call_recorded_async, inlined (one frame less)
+            if step is None:
+                return await async_fn(*args, **kwargs)
+            try:
+                result = await async_fn(*args, **kwargs)
+            except BaseException as exc:
+                step.fail(exc)
+                raise
+            step.finish(result)
+            return result
 
         wrapper: Callable[..., Any] = async_wrapper
     else:
@@ -45,7 +57,20 @@ def _wrap(fn: F, spec: ToolSpec) -> F:
             session = current_replay.get()
             if session is not None:
                 return session.call(spec, fn, args, kwargs)
-            return call_recorded(spec, fn, args, kwargs)
+            if ACTIVE_REPLAYS and current_recording.get() is None:
+                refuse_outside(spec)  # a replay is active, but not in this context: fail closed
+            # call_recorded, inlined: the agent's function runs one frame below this one, so a
+            # recursive tool keeps as much of the recursion limit as it can (see docs/design.md)
+            step = _begin(spec, args, kwargs)
+            if step is None:
+                return fn(*args, **kwargs)
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:
+                step.fail(exc)
+                raise
+            step.finish(result)
+            return result
 
         wrapper = sync_wrapper
     setattr(wrapper, SPEC_ATTRIBUTE, spec)
@@ -83,8 +108,28 @@ def tool(
     """
 
     def decorate(f: F) -> F:
+        inner = tool_spec(f)
+        if inner is not None:  # decorated twice: one step, not two; the outer options win
+            f = f.__wrapped__  # type: ignore[attr-defined]
+            return decorate_spec(f, inner)
+        return _wrap(
+            f,
+            make_spec(
+                f, name=name, kind=StepKind.TOOL, side_effect=side_effect, version=version, ttl=ttl, ignore=ignore
+            ),
+        )
+
+    def decorate_spec(f: F, inner: ToolSpec) -> F:
         spec = make_spec(
-            f, name=name, kind=StepKind.TOOL, side_effect=side_effect, version=version, ttl=ttl, ignore=ignore
+            f,
+            name=name or inner.name,
+            kind=StepKind.TOOL,
+            side_effect=side_effect or inner.side_effect,
+            version=version if version is not None else inner.version,
+            ttl=ttl if ttl is not None else inner.ttl,
+            ignore=tuple(ignore) or tuple(inner.ignore),
+            provider=inner.provider,
+            model=inner.model,
         )
         return _wrap(f, spec)
 
@@ -119,9 +164,12 @@ def model_call(
     """
 
     def decorate(f: F) -> F:
+        inner = tool_spec(f)
+        if inner is not None:  # decorated twice: one step, not two
+            f = f.__wrapped__  # type: ignore[attr-defined]
         spec = make_spec(
             f,
-            name=name,
+            name=name or (inner.name if inner else None),
             kind=StepKind.LLM,
             side_effect=None,
             version=version,

@@ -17,10 +17,11 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import INVALID_SPAN, Link, Span, SpanKind
 
-from otel_agent_replay.capture import DEFAULT_CAPTURE, Capture, bind_arguments, capture_json, hash_text
+from otel_agent_replay.capture import DEFAULT_CAPTURE, Capture, Limits, bind_arguments, capture_json, hash_text
 from otel_agent_replay.core import ConfigurationError, Scope, __version__
 from otel_agent_replay.core import attributes as A
 
+from ._outside import ACTIVE_RECORDINGS, ACTIVE_REPLAYS, only_recording
 from ._runtime import (
     ReplayHook,
     RunState,
@@ -32,6 +33,8 @@ from ._runtime import (
     run_started,
 )
 from ._steps import record_error, tracer
+
+_DEFAULT_LIMITS = Limits()
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -135,8 +138,12 @@ class agent_run(Scope[RunHandle, _Entered]):
 
     def _start(self) -> tuple[RunHandle, _Entered]:
         recording = current_recording.get()
-        capture = cast(Capture, getattr(recording, "capture", DEFAULT_CAPTURE))
         session = current_replay.get()
+        joined = False
+        if recording is None and session is None and ACTIVE_RECORDINGS and not ACTIVE_REPLAYS:
+            recording = only_recording(self.agent_name)  # a thread started without the record() context
+            joined = recording is not None
+        capture = cast(Capture, getattr(recording, "capture", DEFAULT_CAPTURE))
         run_id = self.run_id or uuid.uuid4().hex
         attrs: dict[str, Any] = {
             A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
@@ -151,12 +158,17 @@ class agent_run(Scope[RunHandle, _Entered]):
         commit = agent_commit()
         if commit is not None:
             attrs[A.AGENT_COMMIT] = commit
+        if recording is not None and session is None and capture.limits != _DEFAULT_LIMITS:
+            # replay must shorten live arguments with the same caps, or long ones drift
+            attrs[A.MAX_STRING] = capture.limits.max_string
+            attrs[A.MAX_RESULT_BYTES] = capture.limits.max_result_bytes
+        redact = capture.redactor.redact_text
         if self.conversation_id is not None:
-            attrs[A.GEN_AI_CONVERSATION_ID] = self.conversation_id
+            attrs[A.GEN_AI_CONVERSATION_ID] = redact(self.conversation_id)
         if self.agent_version is not None:
-            attrs[A.AGENT_VERSION] = self.agent_version
+            attrs[A.AGENT_VERSION] = redact(self.agent_version)
         if self.task is not None:
-            attrs[A.TASK] = self.task
+            attrs[A.TASK] = redact(self.task)
         if self.input is not None:
             text = capture_json(self.input, capture, canonical=True)
             attrs[A.INPUT] = text
@@ -167,6 +179,9 @@ class agent_run(Scope[RunHandle, _Entered]):
             extra, links, replay_run = session.begin_run(self.agent_name, run_id)
             attrs.update(extra)
         undo: list[Callable[[], None]] = []
+        if joined:
+            rec_token = current_recording.set(recording)  # the router reads it when the run span starts
+            undo.append(lambda: current_recording.reset(rec_token))
         span: Span
         if session is not None and not session.spans:
             span = INVALID_SPAN

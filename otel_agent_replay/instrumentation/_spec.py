@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_agent_replay.capture import Binder, context_parameters, make_binder
+from otel_agent_replay.capture import DEFAULT_REDACTOR, Binder, context_parameters, make_binder
 from otel_agent_replay.core import (
     DECLARABLE_SIDE_EFFECTS,
     ConfigurationError,
@@ -114,8 +114,10 @@ def make_spec(
     is_method = "." in fn.__qualname__.rsplit("<locals>.", 1)[-1]
     leave_out = context_parameters(signature, is_method=is_method) | ignored
     params = list(signature.parameters)
+    # The name reaches the span name, gen_ai.tool.name, step_id and the call key: redact it once, here.
+    redact = DEFAULT_REDACTOR.redact_text
     return ToolSpec(
-        name=name or fn.__name__,
+        name=redact(name or fn.__name__),
         kind=kind,
         side_effect=declared,
         version=version,
@@ -124,7 +126,7 @@ def make_spec(
         leave_out=leave_out,
         signature=signature,
         is_async=inspect.iscoroutinefunction(fn),
-        provider=provider,
-        model=model,
+        provider=redact(provider) if provider else provider,
+        model=redact(model) if model else model,
         receiver=params[0] if is_method and params and params[0] == "self" else None,
     )

@@ -6,22 +6,28 @@ Options: ``--agent-record-mode`` (none, once, new_episodes, all; default none) a
 yields the replay handle; after the test body it fails the test on live calls in mode
 none, real side effects, drift and unused recorded steps (each can be switched off with
 the marker's ``fail_on_*`` options). The tape of a test is by default
-``tapes/<test module>/<test name>.jsonl`` beside the test module; its name is derived
-from the test id and sanitised, so it stays inside its folder. One tape per test means
-no shared writers under pytest-xdist.
+``tapes/<test module>/[<class>/]<test name>.jsonl`` beside the test module; its name is
+derived from the test id and sanitised, and it must resolve inside the tapes folder (a
+symlinked folder cannot take it elsewhere). One tape per test means no shared writers under
+pytest-xdist; a test that records a tape another process is recording fails with a clear
+error (a lock file in the temporary folder). A relative ``agent_tapes_dir`` in the ini file
+is relative to the ini file's folder.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import re
 import shlex
+import tempfile
+import time
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -55,6 +61,7 @@ class _TapeState:
     session: ReplaySession
     checks: dict[str, bool]
     finished: bool = False
+    lock: IO[str] | None = None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -131,21 +138,78 @@ def safe_name(text: str) -> str:
     return name
 
 
+def _tapes_root(item: pytest.Item, module: Path) -> Path:
+    """The tapes folder: the option (relative to the working folder), the ini value (relative to the ini
+    file's folder), else ``tapes`` beside the test module."""
+    config = item.config
+    option = config.getoption("agent_tapes_dir")
+    if option:
+        return Path(option)
+    ini = config.getini("agent_tapes_dir")
+    if ini:
+        path = Path(ini)
+        return path if path.is_absolute() or config.inipath is None else config.inipath.parent / path
+    return module.parent / "tapes"
+
+
 def tape_path_for(item: pytest.Item, given: str | None) -> Path:
-    """Where a test's tape lives; a path given by the marker must stay inside the tapes folder."""
+    """Where a test's tape lives; it must stay inside the tapes folder (a symlinked folder included).
+
+    By default ``<tapes>/<module>/<Class>/<test>.jsonl``: the class (for tests in classes) keeps
+    ``TestA::test_same`` and ``TestB::test_same`` apart.
+    """
     module = Path(str(item.path))
-    configured = item.config.getoption("agent_tapes_dir") or item.config.getini("agent_tapes_dir")
-    root = Path(configured) if configured else module.parent / "tapes"
+    root = _tapes_root(item, module)
     folder = root / safe_name(module.stem)
     if given is None:
-        return folder / f"{safe_name(item.name)}.jsonl"
-    target = (folder / given).resolve()
-    if not target.is_relative_to(root.resolve()):
+        classes = item.nodeid.split("::")[1:-1]
+        target = folder.joinpath(*(safe_name(c) for c in classes), f"{safe_name(item.name)}.jsonl")
+        where = "its default tape path"
+    else:
+        target = folder / given
+        where = f"@pytest.mark.agent_tape({given!r})"
+    if not target.resolve().is_relative_to(root.resolve()):
         raise ConfigurationError(
-            f"{item.nodeid}: @pytest.mark.agent_tape({given!r}) points outside the tapes folder {root}; "
-            "give a path relative to it"
+            f"{item.nodeid}: {where} points outside the tapes folder {root} (resolved: {target.resolve()}; a "
+            "symlinked folder?); give a path relative to it, or remove the link"
         )
-    return target
+    return target.resolve() if given is not None else target
+
+
+def _lock_tape(path: Path, nodeid: str, *, exclusive: bool) -> IO[str] | None:
+    """Lock the tape for this test: exclusive to record it, shared to replay it (a lock file in the
+    temporary folder, named by the tape's path). Another process recording it is a clear error."""
+    key = hashlib.sha256(str(path.resolve()).encode("utf-8")).hexdigest()[:24]
+    folder = Path(tempfile.gettempdir()) / "otel-agent-replay-locks"
+    try:
+        folder.mkdir(exist_ok=True)
+        handle = (folder / f"{key}.lock").open("a+")
+    except OSError:
+        return None  # no lock folder we may write (another user's): the tape is used unlocked
+    try:
+        fcntl.flock(handle, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+    except OSError:
+        holder = ""
+        for _ in range(40):  # the holder writes its name just after it takes the lock: give it a moment
+            handle.seek(0)
+            holder = handle.read().strip()
+            if holder:
+                break
+            time.sleep(0.025)
+        handle.close()
+        holder = holder or "another process"
+        doing = "record" if exclusive else "replay"
+        raise ConfigurationError(
+            f"{nodeid}: cannot {doing} the tape {path}: it is in use by {holder}, and one of you is recording "
+            "it. Two tests (or two pytest-xdist workers) must not record one tape at once: give each test its "
+            "own tape (the default path), or keep them in one worker (pytest-xdist's --dist loadfile)"
+        ) from None
+    if exclusive:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{nodeid} (pid {os.getpid()})")
+        handle.flush()
+    return handle
 
 
 _CHECKS = ("fail_on_live_calls", "fail_on_side_effects", "fail_on_drift", "fail_on_unused")
@@ -167,19 +231,26 @@ def agent_tape(request: pytest.FixtureRequest) -> Iterator[ReplaySession]:
     path = tape_path_for(request.node, given)
     hints = PytestHints(runnable_id(request.node))
     context = replay(path, ReplayOptions(hints=hints), mode=mode, **options)
+    writes = context.options.records(path.exists()) or context.options.record_mode == RecordMode.NEW_EPISODES
+    lock = _lock_tape(path, request.node.nodeid, exclusive=writes)
     try:
         session = context.__enter__()
     except TapeNotFoundError:
+        _unlock(lock)
         request.node.stash[_NOT_READY] = (
             f"no tape for this test at {path} (mode {mode!r}). Record it once, live: {hints.mode('once')}"
         )
         yield None  # type: ignore[misc]  # pytest_runtest_call fails the test before its body runs
         return
     except TapeStale as exc:
+        _unlock(lock)
         request.node.stash[_NOT_READY] = f"stale tape: {exc}"
         yield None  # type: ignore[misc]
         return
-    state = _TapeState(context, session, checks)
+    except BaseException:
+        _unlock(lock)
+        raise
+    state = _TapeState(context, session, checks, lock=lock)
     request.node.stash[_STATE] = state
     try:
         yield session
@@ -189,9 +260,17 @@ def agent_tape(request: pytest.FixtureRequest) -> Iterator[ReplaySession]:
             _close_quietly(state)
 
 
+def _unlock(lock: IO[str] | None) -> None:
+    if lock is not None:
+        lock.close()  # closing the file releases its flock
+
+
 def _close_quietly(state: _TapeState) -> None:
-    with contextlib.suppress(Exception):  # the test already failed; its own error is what to show
-        state.context.__exit__(RuntimeError, RuntimeError("the test failed"), None)
+    try:
+        with contextlib.suppress(Exception):  # the test already failed; its own error is what to show
+            state.context.__exit__(RuntimeError, RuntimeError("the test failed"), None)
+    finally:
+        _unlock(state.lock)
 
 
 def _finish(state: _TapeState, failed: bool) -> None:
@@ -201,7 +280,10 @@ def _finish(state: _TapeState, failed: bool) -> None:
     if failed:
         _close_quietly(state)
         return
-    state.context.__exit__(None, None, None)  # raises on drift, misses, unused (strict)
+    try:
+        state.context.__exit__(None, None, None)  # raises on drift, misses, unused (strict)
+    finally:
+        _unlock(state.lock)
     session, checks = state.session, state.checks
     if session.recording:
         return

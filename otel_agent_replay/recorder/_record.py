@@ -37,9 +37,16 @@ from otel_agent_replay.backends import OtlpOption, OtlpProcessor, OtlpStats, otl
 from otel_agent_replay.capture import DEFAULT_REDACTOR, BlobStore, Capture, Limits, Redactor
 from otel_agent_replay.core import ConfigurationError, OtlpWarning, RecordingWarning, Scope
 from otel_agent_replay.core import attributes as A
-from otel_agent_replay.instrumentation import current_recording
+from otel_agent_replay.instrumentation import (
+    current_recording,
+    recording_ended,
+    recording_started,
+    warn_if_replay_active,
+)
 from otel_agent_replay.store import Store, open_store
 from otel_agent_replay.tape import Tape, load_tape
+
+from ._foreign import is_ours, redacted_span
 
 StoreOption = Union[Store, str, "os.PathLike[str]", None]
 """``record(store=...)``: a ``Store``, a SQLite path or a ``postgresql://`` URL, or None."""
@@ -149,7 +156,12 @@ class Recording:
         return None if self.otlp is None else self.otlp.stats
 
     def write(self, span: ReadableSpan) -> None:
-        """Append a finished span to the tape, then queue it for OTLP (which never blocks)."""
+        """Append a finished span to the tape, then queue it for OTLP (which never blocks).
+
+        The application's own spans are redacted first (the SDK's are redacted as they are made).
+        """
+        if not is_ours(span):
+            span = redacted_span(span, self.capture.redactor)
         self.exporter.export((span,))
         if self.otlp is not None:
             self.otlp.on_end(span)
@@ -291,6 +303,7 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         self.otlp_flush_timeout = float(otlp_flush_timeout)
 
     def _start(self) -> tuple[Recording, tuple[Recording, Token[object | None]]]:
+        warn_if_replay_active(f"record({str(self.path)!r})")
         provider = ensure_provider()
         _router_for(provider)
         otlp = otlp_processor(
@@ -302,6 +315,7 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         exporter = TapeSpanExporter(self.path, fsync=self.fsync)
         rec = Recording(self.path, exporter, self.capture, otlp, self._sink())
         token = current_recording.set(rec)
+        recording_started(rec)
         return rec, (rec, token)
 
     def _sink(self) -> _StoreSink | None:
@@ -324,6 +338,7 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
 
     def _stop(self, entered: tuple[Recording, Token[object | None]], error: BaseException | None) -> None:
         rec, token = entered
+        recording_ended(rec)
         current_recording.reset(token)
         rec.open = False
         rec.exporter.force_flush()

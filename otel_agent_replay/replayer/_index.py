@@ -18,7 +18,7 @@ import orjson
 
 from otel_agent_replay.capture import BlobStore
 from otel_agent_replay.comparison import Difference, json_changes
-from otel_agent_replay.core import RecordedToolError, StepKind, TapePayloadMissing
+from otel_agent_replay.core import RecordedToolError, StepKind, TapeFormatError, TapePayloadMissing
 from otel_agent_replay.tape import Run, Step, StepError
 
 
@@ -87,6 +87,8 @@ def recorded_result(step: Step, tape_path: str | None) -> Any:
         store = BlobStore(Path(tape_path).with_name(Path(tape_path).name + ".blobs"))
         try:
             return orjson.loads(store.get(step.result_sha256))
+        except TapeFormatError:
+            raise  # a blob that is not what its name says, or not a file: never served
         except (FileNotFoundError, ValueError):
             pass
     raise TapePayloadMissing(

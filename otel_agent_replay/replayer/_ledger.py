@@ -32,6 +32,7 @@ Counter = Literal[
     "stale_steps",
     "runs_replayed",
     "out_of_bounds_calls",
+    "outside_calls",
 ]
 """The name of a replay counter, as ``stats[...]`` spells it (a contract: ``stats["live_tool_calls"]``)."""
 
@@ -70,6 +71,9 @@ class ReplayStats(Mapping[str, Any]):
     runs_replayed: int = 0
     out_of_bounds_calls: int = 0
     """Misses answered with an ``unexpected_tool_call`` error result (``on_miss="error_result"``)."""
+    outside_calls: int = 0
+    """Decorated calls made from a thread or task that did not carry the replay's context (refused unless
+    ``outside_calls='read_only'`` let a read-only one run)."""
 
     def __getitem__(self, key: str) -> Any:
         name = _FIELD_OF.get(key)
@@ -165,10 +169,14 @@ class Ledger:
     def fail(self, error: ReplayDivergence, run_id: str, tool: str, position: int, seq: int | None) -> NoReturn:
         """Note a divergence and raise its error."""
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
+        self.failed(error, run_id, tool, position, seq)
+        raise error
+
+    def failed(self, error: ReplayDivergence, run_id: str, tool: str, position: int, seq: int | None) -> None:
+        """Note a divergence whose error is raised elsewhere (it still fails the replay at its end)."""
         self.diverge(DivergenceKind(error.kind), run_id, tool, position, seq, str(error))
         with self._lock:
             self.raised.append(error)
-        raise error
 
     def remember(self, spec: ToolSpec, seq: int, args: Any, result: object, error: BaseException | None) -> None:
         """Keep a served call, raw: a view is built only when asked for, so serving stays cheap."""

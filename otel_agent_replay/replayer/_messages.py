@@ -138,3 +138,30 @@ def unused_error(unused: list[tuple[str, Step]], tape_path: str | None, hints: H
         f"or let steps go unused: {hints.option('allow_unused=True')}."
     )
     return TapeUnused("\n".join(lines))
+
+
+def outside_error(tool: str, read_only: bool, tape_path: str | None) -> SideEffectRefused:
+    """A decorated call made from a context that carries no replay while a replay is active."""
+    allow = (
+        f" {tool} is read-only: to let read-only tools run live there, pass replay(..., outside_calls='read_only')."
+        if read_only
+        else ""
+    )
+    return SideEffectRefused(
+        f"{tool} was called from a thread or task that does not carry the replay's context, while the replay of "
+        f"{tape_path or 'a loaded tape'} is active, so the replay cannot serve it and it would run for real. A "
+        "threading.Thread, a ThreadPoolExecutor.submit or loop.run_in_executor worker started without a copy of the "
+        "context, and a thread or task created before the `with replay(...)` block, do not carry it. Fix: propagate "
+        "the context: ctx = contextvars.copy_context() inside the block, then threading.Thread(target=ctx.run, "
+        "args=(fn, ...)), executor.submit(ctx.run, fn, ...) or loop.run_in_executor(None, ctx.run, fn, ...) "
+        f"(asyncio.to_thread copies it for you); start the thread or task inside the block.{allow}"
+    )
+
+
+def declaration_changed(tool: str, recorded: str, declared: str) -> str:
+    """The text of the warning when a tool's side effect changed since it was recorded."""
+    return (
+        f"{tool} was recorded with side_effect={recorded!r} but declares side_effect={declared!r} now; "
+        f"the recorded declaration wins, so its miss does not run live in mode 'new_episodes'. If it really "
+        f"only reads now, say so: replay(..., declare={{{tool!r}: {declared!r}}}), or re-record the tape (mode='all')"
+    )

@@ -17,6 +17,8 @@ from otel_agent_replay.core import (
     MissPolicyName,
     ModelPolicy,
     ModelPolicyName,
+    OutsidePolicy,
+    OutsidePolicyName,
     RecordMode,
     RecordModeName,
     SideEffect,
@@ -79,6 +81,9 @@ class ReplayOptions:
     hints: Hints = API_HINTS
     """How the errors spell their fixes: the Python API's words by default (the pytest plugin gives
     its own, so a failing test says ``--agent-record-mode=all``)."""
+    outside_calls: OutsidePolicy | OutsidePolicyName = OutsidePolicy.REFUSE
+    """Decorated calls from a thread or task that does not carry the replay's context: ``refuse`` them all,
+    or let ``read_only`` tools run live there."""
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # normalising in a frozen dataclass
@@ -87,6 +92,7 @@ class ReplayOptions:
         put(self, "models", choice(ModelPolicy, self.models, "replay", "models"))
         put(self, "stale_versions", choice(StalePolicy, self.stale_versions, "replay", "stale_versions"))
         put(self, "on_miss", choice(MissPolicy, self.on_miss, "replay", "on_miss"))
+        put(self, "outside_calls", choice(OutsidePolicy, self.outside_calls, "replay", "outside_calls"))
         put(self, "stub", frozenset((self.stub,) if isinstance(self.stub, str) else self.stub))
         put(self, "fallbacks", MappingProxyType(dict(self.fallbacks)))
         put(self, "overrides", MappingProxyType(dict(self.overrides)))
@@ -128,6 +134,11 @@ class ReplayOptions:
     def miss_policy(self) -> MissPolicy:
         """``on_miss`` as a ``MissPolicy``."""
         return cast(MissPolicy, self.on_miss)
+
+    @property
+    def outside_policy(self) -> OutsidePolicy:
+        """``outside_calls`` as an ``OutsidePolicy``."""
+        return cast(OutsidePolicy, self.outside_calls)
 
     @property
     def declared(self) -> Mapping[str, SideEffect]:

@@ -24,6 +24,8 @@ from otel_agent_replay.core import (
     MissPolicyName,
     ModelPolicy,
     ModelPolicyName,
+    OutsidePolicy,
+    OutsidePolicyName,
     RecordMode,
     RecordModeName,
     Scope,
@@ -36,7 +38,7 @@ from otel_agent_replay.core import (
     TapeNotFoundError,
     TapeStale,
 )
-from otel_agent_replay.instrumentation import current_replay
+from otel_agent_replay.instrumentation import current_replay, replay_ended, replay_started, warn_if_replay_active
 from otel_agent_replay.recorder import record
 from otel_agent_replay.tape import Run, Tape, load_tape
 
@@ -94,6 +96,9 @@ class replay(Scope[ReplaySession, _Entered]):
         ``{"error": "unexpected_tool_call", "tool": name}`` instead of raising ``TapeMiss``
         (an out-of-bounds replay: counted in ``out_of_bounds_calls``; the tool never runs).
     :param hints: how the errors spell their fixes (the pytest plugin passes its own).
+    :param outside_calls: a decorated call from a thread or task that does not carry the replay's context
+        (started without ``contextvars.copy_context().run``, or before the block) is refused (``"refuse"``,
+        the default); ``"read_only"`` lets read-only tools run live there.
     """
 
     def __init__(
@@ -117,6 +122,7 @@ class replay(Scope[ReplaySession, _Entered]):
         redactor: Redactor | None = None,
         on_miss: MissPolicy | MissPolicyName | None = None,
         hints: Hints | None = None,
+        outside_calls: OutsidePolicy | OutsidePolicyName | None = None,
     ) -> None:
         super().__init__()
         given = {
@@ -136,6 +142,7 @@ class replay(Scope[ReplaySession, _Entered]):
             "redactor": redactor,
             "on_miss": on_miss,
             "hints": hints,
+            "outside_calls": outside_calls,
         }
         if options is not None and not isinstance(options, ReplayOptions):
             raise ConfigurationError(f"replay(options={options!r}): give a ReplayOptions (or use the keywords)")
@@ -152,6 +159,7 @@ class replay(Scope[ReplaySession, _Entered]):
 
     def _start(self) -> tuple[ReplaySession, _Entered]:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
+        warn_if_replay_active("replay(...)")
         path = self._path()
         recorder: record | None = None
         temp: Path | None = None
@@ -165,6 +173,7 @@ class replay(Scope[ReplaySession, _Entered]):
             tape = self.source if isinstance(self.source, Tape) else self._load(path)
             self._check_age(tape)
             session = ReplaySession(self.options, tape, tape.path, recording=False)
+            replay_started(session)
         token = current_replay.set(session)
         return session, _Entered(session, token, recorder, temp)
 
@@ -198,6 +207,7 @@ class replay(Scope[ReplaySession, _Entered]):
 
     def _stop(self, entered: _Entered, error: BaseException | None) -> None:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
+        replay_ended(entered.session)
         current_replay.reset(entered.token)
         if entered.recorder is not None:
             entered.recorder.__exit__(type(error) if error else None, error, None)

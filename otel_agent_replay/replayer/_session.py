@@ -8,6 +8,7 @@ it for every decorated call while it is active.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as _dt
 import functools
 import inspect
@@ -19,19 +20,22 @@ from typing import Any
 
 from opentelemetry.trace import INVALID_SPAN, Link, Span, SpanContext, TraceFlags
 
-from otel_agent_replay.capture import Capture, CapturedResult, capture_args
+from otel_agent_replay.capture import Capture, CapturedResult, Limits, capture_args
 from otel_agent_replay.comparison import RunView
 from otel_agent_replay.core import (
     ConfigurationError,
     DivergenceKind,
     MissPolicy,
     ModelPolicy,
+    OutsidePolicy,
     RecordMode,
     ReplayDivergence,
     ReplayError,
+    ReplayWarning,
     SideEffect,
     SideEffectName,
     SideEffectPolicy,
+    SideEffectRefused,
     StalePolicy,
     StepKind,
     TapeStale,
@@ -58,7 +62,7 @@ from otel_agent_replay.tape import Run, Step, Tape
 from ._append import AppendedStep, Appender
 from ._index import RunIndex, rebuild_exception, recorded_result
 from ._ledger import Divergence, Ledger, ReplayStats
-from ._messages import drift_error, miss_error, refused_error, unused_error
+from ._messages import declaration_changed, drift_error, miss_error, outside_error, refused_error, unused_error
 from ._options import ReplayOptions
 
 _READ_ONLY = SideEffect.READ_ONLY
@@ -70,6 +74,7 @@ class _ReplayRun:
     def __init__(self, index: RunIndex | None, state: RunState | None) -> None:
         self.index = index
         self.state = state
+        self.limits_applied = False
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
         self._latest_done: Step | None = None
@@ -139,6 +144,7 @@ class ReplaySession:
         self._bound: list[_ReplayRun] = []
         self._implicit: _ReplayRun | None = None
         self._appender: Appender | None = None
+        self._recorded_effects: dict[str, str] | None = None
         self.closed = False
         self.on_run_end: Callable[[Span, object], None] | None = None
         """Called with the run span (still open: attributes and events may go on it) and the output
@@ -250,7 +256,11 @@ class ReplaySession:
     def _binding(self) -> tuple[_ReplayRun, RunState]:
         state = current_run.get() or active_run()
         if state is not None and isinstance(state.replay, _ReplayRun):
-            return state.replay, state
+            bound = state.replay
+            if not bound.limits_applied:
+                bound.limits_applied = True
+                state.capture = self._capture_for(bound.index.run if bound.index else None, state.capture)
+            return bound, state
         with self._lock:
             implicit = self._implicit
             if implicit is None:
@@ -264,7 +274,7 @@ class ReplaySession:
                     recorded.run_id if recorded else "",
                     recorded.agent_name if recorded else "",
                     INVALID_SPAN,
-                    self.capture,
+                    self._capture_for(recorded, self.capture),
                     None,
                 )
                 implicit = self._implicit = _ReplayRun(index, live)
@@ -272,7 +282,36 @@ class ReplaySession:
         assert implicit.state is not None
         return implicit, implicit.state
 
+    @staticmethod
+    def _capture_for(recorded: Run | None, capture: Capture) -> Capture:
+        """``capture`` with the size caps the run was recorded with (stored on its run span), so a live
+        argument is shortened as the recorded one was and its call key matches."""
+        attrs = recorded.attributes if recorded is not None else {}
+        max_string, max_result = attrs.get(A.MAX_STRING), attrs.get(A.MAX_RESULT_BYTES)
+        if not isinstance(max_string, int) or not isinstance(max_result, int):
+            return capture
+        limits = Limits(max_string=max_string, max_result_bytes=max_result)
+        if limits == capture.limits:
+            return capture
+        return dataclasses.replace(capture, limits=limits)
+
     # --- calls -----------------------------------------------------------------------
+
+    def outside_call(self, spec: ToolSpec) -> BaseException | None:
+        """A decorated call made from a context that carries no replay while this one is active.
+
+        It cannot be served from the tape (it belongs to no bound run), so it is refused, or runs
+        live when it is read-only and ``outside_calls='read_only'``. Counted either way; a refusal is
+        in the report and fails the replay at its end even when the thread swallowed it.
+        """
+        read_only = spec.is_llm or self._read_only(spec)
+        if read_only and self.options.outside_policy == OutsidePolicy.READ_ONLY:
+            self.ledger.bump("outside_calls", "live_model_calls" if spec.is_llm else "live_tool_calls")
+            return None
+        self.ledger.bump("outside_calls", "refused_side_effects")
+        error = outside_error(spec.name, read_only, self.tape_path)
+        self.ledger.failed(error, "", spec.name, 0, None)
+        return error
 
     def call(self, spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Serve one call of a decorated function (or a double)."""
@@ -416,6 +455,7 @@ class ReplaySession:
             return _Decision("fallback", fake=fake)
         if self._new_episodes and read_only and not spec.is_llm:
             self.ledger.bump("steps", "tape_misses")
+            self._check_declaration(spec, run_id, n, seq)
             return _Decision("live", append=True)
         if self._out_of_bounds and not spec.is_llm:
             return self._answer_out_of_bounds(name, run_id, n, seq)
@@ -438,6 +478,30 @@ class ReplaySession:
         )
         self.ledger.diverge(DivergenceKind.OUT_OF_BOUNDS, run_id, name, n, seq, message)
         return _Decision("out_of_bounds", override={"error": OUT_OF_BOUNDS, "tool": name})
+
+    def _check_declaration(self, spec: ToolSpec, run_id: str, n: int, seq: int) -> None:
+        """A tool recorded as not read-only that declares read_only now: the recorded declaration wins."""
+        name = spec.name
+        recorded = self._recorded_side_effects().get(name)
+        if recorded is None or recorded == _READ_ONLY or self.options.declared.get(name) == _READ_ONLY:
+            return
+        declared = spec.side_effect.value if spec.side_effect is not None else _READ_ONLY.value
+        message = declaration_changed(name, recorded, declared)
+        warnings.warn(message, ReplayWarning, stacklevel=5)
+        self.ledger.bump("refused_side_effects")
+        self.ledger.fail(SideEffectRefused(message), run_id, name, n, seq)
+
+    def _recorded_side_effects(self) -> dict[str, str]:
+        """Tool → the side effect its steps were recorded with (the first one that is not read-only wins)."""
+        found = self._recorded_effects
+        if found is None:
+            found = {}
+            for run in self.tape.runs if self.tape is not None else ():
+                for step in run.steps:
+                    if step.side_effect and found.get(step.tool, _READ_ONLY) == _READ_ONLY:
+                        found[step.tool] = step.side_effect
+            self._recorded_effects = found
+        return found
 
     def _override(self, name: str, n: int) -> Any:
         overrides = self.options.overrides

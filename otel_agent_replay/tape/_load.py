@@ -26,7 +26,7 @@ from operator import attrgetter
 from typing import Any, Final
 
 from otel_agent_replay.capture import canonical_json
-from otel_agent_replay.core import StepKind
+from otel_agent_replay.core import MAX_LINE_BYTES, StepKind
 from otel_agent_replay.core.attributes import (
     CALL_KEY,
     FUNCTION,
@@ -64,26 +64,27 @@ __all__ = ["SpanRecord", "iter_spans", "load_tape"]
 _SpanKey = tuple[str, str]  # (trace id, span id)
 
 
-def load_tape(path: str | os.PathLike[str]) -> Tape:
+def load_tape(path: str | os.PathLike[str], *, max_line_bytes: int = MAX_LINE_BYTES) -> Tape:
     """Load a tape file (any supported format, detected automatically) into a ``Tape``.
 
     Raises ``TapeNotFoundError`` when the file does not exist and ``TapeFormatError``
     (message ``file:line: what is wrong; the fix``) when it is malformed. An unterminated last
     line that does not parse is skipped with a ``TapeWarning`` and listed in ``Tape.warnings``.
-    An empty file is a tape without runs.
+    An empty file is a tape without runs. Only a regular file is read (a FIFO, a device, a
+    symlink loop are refused at once), and a line longer than ``max_line_bytes`` is an error.
     """
-    reader = TapeReader(os.fspath(path))
+    reader = TapeReader(os.fspath(path), max_line_bytes)
     with paused_gc():
         runs = _RunBuilder(reader).build()
     return Tape(path=reader.path, runs=runs, warnings=tuple(reader.warnings))
 
 
-def iter_spans(path: str | os.PathLike[str]) -> Iterator[SpanRecord]:
+def iter_spans(path: str | os.PathLike[str], *, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[SpanRecord]:
     """Every span of a trace file, in file order, whatever its kind (GenAI or not).
 
     The lower layer of ``load_tape``: same format detection, same strictness, same warnings.
     """
-    return TapeReader(os.fspath(path)).spans()
+    return TapeReader(os.fspath(path), max_line_bytes).spans()
 
 
 # --- spans → runs and steps ------------------------------------------------------

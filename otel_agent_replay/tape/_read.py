@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import sys
 import warnings
 from collections.abc import Iterator
@@ -37,7 +38,7 @@ from typing import IO, Any, Final
 
 import orjson
 
-from otel_agent_replay.core import TapeFormatError, TapeNotFoundError, TapeWarning
+from otel_agent_replay.core import MAX_LINE_BYTES, TapeFormatError, TapeNotFoundError, TapeWarning, open_regular
 
 from ._document import DocumentStream
 from ._jaeger import jaeger_records
@@ -79,10 +80,11 @@ def paused_gc() -> Iterator[None]:
 class TapeReader:
     """Reads one file into SpanRecords; collects the warnings it emitted."""
 
-    __slots__ = ("path", "warnings")
+    __slots__ = ("max_line_bytes", "path", "warnings")
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, max_line_bytes: int = MAX_LINE_BYTES) -> None:
         self.path = path
+        self.max_line_bytes = max_line_bytes
         self.warnings: list[str] = []
 
     def error(self, message: str, line: int) -> TapeFormatError:
@@ -104,7 +106,7 @@ class TapeReader:
         with self._open() as f:
             lineno = 0
             first = True
-            for raw in f:
+            for raw in self._lines(f):
                 lineno += 1
                 if raw.isspace():
                     continue
@@ -131,17 +133,37 @@ class TapeReader:
                 yield from records
 
     def _open(self) -> IO[bytes]:
-        try:
-            return open(self.path, "rb", buffering=_READ_BUFFER)  # closed by the caller's ``with``
-        except FileNotFoundError:
+        if not os.path.lexists(self.path):
             raise TapeNotFoundError(
                 f"{self.path}: no such tape file. Record it first (run the agent with recording on, "
                 f"e.g. record mode 'once' or 'all'), or check the path."
-            ) from None
-        except IsADirectoryError:
-            raise TapeFormatError(
-                "this is a directory, not a tape file; pass the path of a .jsonl tape", path=self.path
-            ) from None
+            )
+        try:
+            return open_regular(self.path, "tape file", _READ_BUFFER)  # closed by the caller's ``with``
+        except TapeFormatError as exc:
+            if "a directory" in str(exc):
+                raise TapeFormatError(
+                    "this is a directory, not a tape file; pass the path of a .jsonl tape", path=self.path
+                ) from None
+            raise
+
+    def _lines(self, f: IO[bytes]) -> Iterator[bytes]:
+        """The file's lines, each at most ``max_line_bytes`` (a longer one is an error, not a MemoryError)."""
+        cap = self.max_line_bytes
+        readline = f.readline
+        lineno = 0
+        while True:
+            raw = readline(cap + 1)
+            if not raw:
+                return
+            lineno += 1
+            if len(raw) > cap and not (len(raw) == cap + 1 and raw.endswith(b"\n")):
+                raise self.error(
+                    f"the line is longer than the cap of {cap:,} bytes (at column {cap + 1}); a tape line is "
+                    "one span, or one Collector batch: pass load_tape(..., max_line_bytes=...) if it is genuine",
+                    lineno,
+                )
+            yield raw
 
     def _torn_last_line(self, lineno: int, exc: json.JSONDecodeError) -> None:
         self.warn(

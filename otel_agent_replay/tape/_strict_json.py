@@ -13,6 +13,7 @@ import json.decoder
 import json.scanner
 import math
 import re
+import sys
 from typing import Any, Final
 
 import orjson
@@ -71,6 +72,17 @@ def _finite_float(text: str) -> float:
     return number
 
 
+_HUGE: Final = "integer too long for Python:"
+_MAX_DIGITS: Final = getattr(sys, "get_int_max_str_digits", lambda: 4300)() or 1_000_000
+
+
+def _bounded_int(text: str) -> int:
+    digits = len(text) - text.startswith("-")
+    if digits > _MAX_DIGITS:
+        raise ValueError(f"{_HUGE} {digits} digits (the limit is {_MAX_DIGITS})")
+    return int(text)
+
+
 class StrictScanner:
     """The standard library's JSON scanner, refusing repeated keys, NaN and Infinity."""
 
@@ -78,7 +90,10 @@ class StrictScanner:
 
     def __init__(self) -> None:
         decoder = json.JSONDecoder(
-            object_pairs_hook=_dict_refusing_duplicates, parse_constant=_refuse_constant, parse_float=_finite_float
+            object_pairs_hook=_dict_refusing_duplicates,
+            parse_constant=_refuse_constant,
+            parse_float=_finite_float,
+            parse_int=_bounded_int,
         )
         self._scan = json.scanner.make_scanner(decoder)  # type: ignore[arg-type]  # typeshed: the context is a decoder
 
@@ -97,6 +112,9 @@ class StrictScanner:
             if not isinstance(err, json.JSONDecodeError) and str(err).startswith(_NON_FINITE):
                 found = _non_finite_literal(text, pos)
                 raise json.JSONDecodeError(str(err), text, found.start(1) if found else pos) from None
+            if not isinstance(err, json.JSONDecodeError) and str(err).startswith(_HUGE):
+                long_run = re.compile(rf"-?[0-9]{{{_MAX_DIGITS + 1},}}").search(text, pos)
+                raise json.JSONDecodeError(str(err), text, long_run.start() if long_run else pos) from None
             raise
 
 

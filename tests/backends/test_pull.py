@@ -14,7 +14,7 @@ from helpers.otlp_receiver import closed_port
 from helpers.rawtape import raw_spans
 from opentelemetry import trace
 
-from otel_agent_replay import ConfigurationError, agent_run, load_tape, record, replay
+from otel_agent_replay import ConfigurationError, Redactor, agent_run, load_tape, record, replay
 from otel_agent_replay.backends import parse_duration, parse_time, pull
 from otel_agent_replay.backends._jaeger_answer import redact_string
 from otel_agent_replay.capture import DEFAULT_REDACTOR
@@ -26,11 +26,15 @@ _TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 
 
 def _recorded(tmp_path: Path) -> tuple[Path, str, Path]:
-    """The demo run, plus an HTTP span under it whose attributes carry secrets (as other tools export them)."""
+    """The demo run, plus an HTTP span under it whose attributes carry secrets (as other tools export them).
+
+    ``record`` redacts the application's own spans too, so the second run is recorded without the
+    default rules: the tape then holds the secrets as a trace backend would, for ``pull`` to redact.
+    """
     demo = record_demo(tmp_path / "demo")
     tracer = trace.get_tracer("app.http")
     with (
-        record(demo.tape),
+        record(demo.tape, redactor=Redactor(defaults=False)),
         agent_run("report-writer", run_id="second"),
         tracer.start_as_current_span("POST /search") as span,
     ):
@@ -117,7 +121,7 @@ def test_pull_by_service_and_time_range(tmp_path: Path) -> None:
 
 def test_secrets_are_redacted_on_the_way_in(tmp_path: Path) -> None:
     tape, _, _ = _recorded(tmp_path)
-    assert _TOKEN.encode() in tape.read_bytes()  # the app's own span attributes were not ours to redact
+    assert _TOKEN.encode() in tape.read_bytes()  # recorded without the default rules (see _recorded)
     out = tmp_path / "pulled.jsonl"
     with jaeger_server(FakeJaeger(tape_documents(tape))) as url:
         result = pull(url, out, service=_service(tape))

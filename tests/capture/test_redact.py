@@ -6,6 +6,7 @@ look like it holds credentials to a secret scanner.
 
 from __future__ import annotations
 
+import base64
 import copy
 import dataclasses
 import enum
@@ -20,9 +21,12 @@ import pytest
 from helpers.secrets import (
     ANTHROPIC,
     AWS_KEY_ID,
+    BASIC_CREDENTIALS,
     BEARER_OPAQUE,
     COOKIE_VALUE,
     DB_URL,
+    FIELD_SAMPLES,
+    FREE_TEXT,
     GITHUB_CLASSIC,
     GITHUB_OAUTH,
     GITLAB,
@@ -69,7 +73,21 @@ def test_each_value_pattern_is_found_and_named(name: str, text: str, secret: str
 
 
 def test_samples_cover_every_builtin_pattern() -> None:
-    assert {name for name, _, _ in PATTERN_SAMPLES} == set(PATTERN_NAMES)
+    assert {name for name, _, _ in PATTERN_SAMPLES + FIELD_SAMPLES} == set(PATTERN_NAMES)
+
+
+@pytest.mark.parametrize(("name", "text", "secret"), FIELD_SAMPLES)
+def test_each_field_rule_is_found_and_named(name: str, text: str, secret: str) -> None:
+    out = DEFAULT_REDACTOR.redact_text(text)
+    assert secret not in out and pattern_placeholder(name) in out
+    assert DEFAULT_REDACTOR.redact_text(out) == out  # idempotent
+
+
+@pytest.mark.parametrize("text", FREE_TEXT)
+def test_free_text_secrets_of_issue_9_are_redacted(text: str) -> None:
+    out = DEFAULT_REDACTOR.redact_text(text)
+    assert_no_secret(out.encode())
+    assert DEFAULT_REDACTOR.redact_text(out) == out
 
 
 def test_rest_of_the_string_is_kept() -> None:
@@ -615,3 +633,69 @@ def test_the_cheap_check_never_skips_random_data_the_walk_would_change(seed: int
             changed += 1
             assert DEFAULT_REDACTOR.may_redact(orjson.dumps(value).decode()), value
     assert changed > 100
+
+
+# --- issue 9: keys, bytes, personal data -------------------------------------------------------------
+
+
+def test_a_secret_in_a_dict_key_is_redacted_with_its_value() -> None:
+    value = {GITHUB_CLASSIC: "x", f"opt_{GITLAB}": 1, "plain": "kept"}
+    out = DEFAULT_REDACTOR(value)
+    assert out == {
+        "[REDACTED:github_token]": "[REDACTED]",
+        "opt_[REDACTED:gitlab_token]": "[REDACTED]",
+        "plain": "kept",
+    }
+    assert DEFAULT_REDACTOR(out) == out
+
+
+def test_bytes_are_redacted_before_encoding() -> None:
+    value = to_jsonable({"body": f"Authorization: Basic {BASIC_CREDENTIALS}\n{GITHUB_CLASSIC}".encode()})
+    assert DEFAULT_REDACTOR.may_redact(orjson.dumps(value).decode())
+    out = DEFAULT_REDACTOR(value)
+    decoded = base64.b64decode(out["body"]["$bytes"])  # type: ignore[index]
+    assert decoded == b"Authorization: [REDACTED:header]\n[REDACTED:github_token]"
+    binary = to_jsonable({"body": bytes(range(256))})
+    assert DEFAULT_REDACTOR(binary) == binary
+
+
+def test_personal_data_is_redacted_only_behind_the_switch() -> None:
+    text = "mail jane.doe@example.com, card 4111 1111 1111 1111, call +1 (415) 555-0132 on 2024-01-01"
+    assert DEFAULT_REDACTOR.redact_text(text) == text
+    pii = Redactor(pii=True)
+    out = pii.redact_text(text)
+    assert out == "mail [REDACTED:email], card [REDACTED:card_number], call [REDACTED:phone] on 2024-01-01"
+    # a number that fails the Luhn check, a bare id, a version and an address stay
+    for kept in ("card 4111 1111 1111 1112", "order 123456789012", "v1.22.333.4444", "ip 192.168.100.200"):
+        assert pii.redact_text(kept) == kept
+    assert pii({"to": "a@b.example"}) == {"to": "[REDACTED:email]"} and pii.may_redact('{"n":1}')
+
+
+def test_a_processor_returning_non_json_is_contained_and_named(tmp_path: Path) -> None:
+    from otel_agent_replay import RecordingWarning, agent_run, load_tape, record, tool
+
+    def to_set(value: object) -> object:
+        return {1, 2} if isinstance(value, dict) else value
+
+    @tool(side_effect="read_only")
+    def lookup(x: int) -> dict[str, int]:
+        return {"x": x}
+
+    tape = tmp_path / "t.jsonl"
+    warned = pytest.warns(RecordingWarning, match=r"processor .*to_set returned data that is not JSON.*step kept")
+    with warned, record(tape, redactor=Redactor(processors=(to_set,))), agent_run("a", input={"q": 1}) as run:
+        assert lookup(1) == {"x": 1}  # the agent goes on
+        run.set_output({"done": True})
+    (recorded,) = load_tape(tape).runs
+    assert recorded.input == "[REDACTED:processor_error]"
+    (step,) = recorded.steps
+    assert step.args == "[REDACTED:processor_error]" and step.result == "[REDACTED:processor_error]"
+
+
+@pytest.mark.parametrize("signal", [KeyboardInterrupt, SystemExit])
+def test_keyboard_interrupt_and_system_exit_from_a_processor_propagate(signal: type[BaseException]) -> None:
+    def interrupted(value: object) -> object:
+        raise signal()
+
+    with pytest.raises(signal):
+        Redactor(processors=(interrupted,))({"a": 1})

@@ -35,9 +35,15 @@ def spellings(words: tuple[str, ...]) -> list[str]:
 def test_placeholders_and_names() -> None:
     assert pattern_placeholder("jwt") == "[REDACTED:jwt]"
     assert len(set(PATTERN_NAMES)) == len(PATTERN_NAMES)
-    assert DEFAULTS.full is not None
-    assert set(DEFAULTS.full.groupindex) == set(PATTERN_NAMES)
-    assert DEFAULTS.placeholders == {name: pattern_placeholder(name) for name in PATTERN_NAMES}
+    assert DEFAULTS.full is not None and DEFAULTS.fields is not None
+    groups = {*DEFAULTS.full.groupindex, *DEFAULTS.fields.groupindex}
+    assert set(DEFAULTS.placeholders) == groups
+    # a rule with two shapes has two groups, one placeholder: "secret_field" and "secret_field_f2"
+    assert {DEFAULTS.placeholders[g] for g in groups} == {pattern_placeholder(name) for name in PATTERN_NAMES}
+    for group in DEFAULTS.fields.groupindex:
+        name = group.rsplit("_f", 1)[0] if group[-1].isdigit() else group
+        assert DEFAULTS.placeholders[group] == pattern_placeholder(name)
+    assert all(DEFAULTS.placeholders[name] == pattern_placeholder(name) for name in DEFAULTS.full.groupindex)
 
 
 @pytest.mark.parametrize(("name", "text", "secret"), PATTERN_SAMPLES)

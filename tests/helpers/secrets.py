@@ -41,6 +41,25 @@ REFRESH_TOKEN = "rt_" + "Lm9Vb4Nc7Kd1"
 SESSION_ID = "sess_" + "0a9b8c7d"
 NESTED_PASS = "p@ss" + "w0rd-9"
 PRIVATE_KEY_HEX = "4c0883a6" + "9102937d6231471b5dbb6204fe512961708279f2"
+# issue 9: secrets that reached the tape before
+BASIC_CREDENTIALS = "dXNlcjpo" + "dW50ZXIyMg=="
+COOKIE_SESSION = "sessionid=" + "q8W2e4R6t8Y0"
+FREE_API_KEY = "live-" + "Kd8Vb4Nc2Xq"
+CONNECT_SID = "s%3A" + "Rt7Vb4Nc8Kd1.Fj4Tp6Gs0Ya"
+SESSION_PARAM = "Zr8Kq2" + "Wm5Xn9"
+PWD_VALUE = "pw-" + "Lm9Vb4Nc"
+PASS_VALUE = "pa-" + "Qw7Rt3Vb"
+REPR_PASSWORD = "hunter" + "2-Xq9Lm"
+AZURE_ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1" + "OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+AZURE_SAS_KEY = "3nT0yB7Kq9Lm2Rt7" + "Vb4Nc8Kd1Fj4Tp6Gs0Ya="
+SENDGRID = "SG." + "ngeVfQFYQlKU0ufo8x5d1A" + "." + "TwL2iGABf9DHoTf-09kqeF8tAmbihYzrnopKc-1s5cr"
+NPM_TOKEN = "npm" + "_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+NPM_AUTH_TOKEN = "00000000-" + "1111-2222-3333-" + "444455556666"
+PYPI_TOKEN = "pypi-" + "AgEIcHlwaS5vcmcCJGE0ZmE3NjU2LTlhOTktNDRkZS1iNzk0LTMxMjA2ZDU5YTkyYQACKlszLCI1"
+HUGGINGFACE = "hf" + "_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ012345"
+SLACK_WEBHOOK_PATH = "services/" + "T01ABCDEF/B02GHIJKL/" + "x9Yz8Wv7Ut6Sr5Qp4On3Ml2K"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
+URL_AT_PASSWORD = "p@ss" + "Word42"
 
 SECRETS = [
     AWS_KEY_ID,
@@ -72,6 +91,46 @@ SECRETS = [
     SESSION_ID,
     NESTED_PASS,
     PRIVATE_KEY_HEX,
+    BASIC_CREDENTIALS,
+    COOKIE_SESSION,
+    FREE_API_KEY,
+    CONNECT_SID,
+    SESSION_PARAM,
+    PWD_VALUE,
+    PASS_VALUE,
+    REPR_PASSWORD,
+    AZURE_ACCOUNT_KEY,
+    AZURE_SAS_KEY,
+    SENDGRID,
+    NPM_TOKEN,
+    NPM_AUTH_TOKEN,
+    PYPI_TOKEN,
+    HUGGINGFACE,
+    SLACK_WEBHOOK_PATH,
+    AWS_SECRET,
+    URL_AT_PASSWORD,
+]
+
+# Issue 9's free-text forms: each line holds one of the secrets above where a real one would be.
+FREE_TEXT = [
+    f"curl -H 'Authorization: Basic {BASIC_CREDENTIALS}' https://api.example.com",
+    f"Cookie: {COOKIE_SESSION}; theme=dark",
+    f"X-API-Key: {FREE_API_KEY}",
+    f"Set-Cookie: connect.sid={CONNECT_SID}; Path=/; HttpOnly",
+    f"redirect to /home?session={SESSION_PARAM}&lang=en",
+    f"mysql -u app pwd={PWD_VALUE}",
+    f"ftp login pass={PASS_VALUE}",
+    f"ValueError({{'password': '{REPR_PASSWORD}'}})",
+    f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={AZURE_ACCOUNT_KEY};EndpointSuffix=core.windows.net",
+    f"Endpoint=sb://bus.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey={AZURE_SAS_KEY}",
+    f"SENDGRID_API_KEY {SENDGRID}",
+    f"npm publish with {NPM_TOKEN}",
+    f"//registry.npmjs.org/:_authToken={NPM_AUTH_TOKEN}",
+    f"twine upload -p {PYPI_TOKEN}",
+    f"HF token {HUGGINGFACE}",
+    f"post to https://hooks.slack.com/{SLACK_WEBHOOK_PATH}",
+    f"aws_secret_access_key = {AWS_SECRET}",
+    f"postgres://app:{URL_AT_PASSWORD}@db.internal:5432/orders",
 ]
 
 # One sample text per built-in pattern, with the name its placeholder must carry.
@@ -96,6 +155,31 @@ PATTERN_SAMPLES = [
     ("private_key", f"key file:\n{PEM}\nend of file", PEM_BODY),
     ("url_credentials", f"connect to {DB_URL} please", DB_PASSWORD),
     ("secret_param", f"GET https://api.example.com/v1/items?access_token={QUERY_TOKEN}&page=2", QUERY_TOKEN),
+    ("secret_param", f"DefaultEndpointsProtocol=https;AccountKey={AZURE_ACCOUNT_KEY};x=1", AZURE_ACCOUNT_KEY),
+    ("secret_param", f"Endpoint=sb://bus/;SharedAccessKey={AZURE_SAS_KEY}", AZURE_SAS_KEY),
+    ("secret_param", f"//registry.npmjs.org/:_authToken={NPM_AUTH_TOKEN}", NPM_AUTH_TOKEN),
+    ("secret_param", f"Set-Cookie-less log: connect.sid={CONNECT_SID} ok", CONNECT_SID),
+    ("secret_param", f"/home?session={SESSION_PARAM}&lang=en", SESSION_PARAM),
+    ("secret_param", f"mysql pwd={PWD_VALUE}", PWD_VALUE),
+    ("secret_param", f"login pass={PASS_VALUE}", PASS_VALUE),
+    ("aws_secret_key", f"aws_secret_access_key = {AWS_SECRET}", AWS_SECRET),
+    ("aws_secret_key", f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}", AWS_SECRET),
+    ("sendgrid_key", f"key {SENDGRID}", SENDGRID),
+    ("npm_token", f"npm publish with {NPM_TOKEN}", NPM_TOKEN),
+    ("pypi_token", f"twine upload -p {PYPI_TOKEN}", PYPI_TOKEN),
+    ("huggingface_token", f"HF token {HUGGINGFACE}", HUGGINGFACE),
+    ("slack_webhook", f"post to https://hooks.slack.com/{SLACK_WEBHOOK_PATH}", SLACK_WEBHOOK_PATH),
+    ("url_credentials", f"postgres://app:{URL_AT_PASSWORD}@db.internal:5432/orders", URL_AT_PASSWORD),
+]
+
+# The field rules (a secret named in free text): tried at trigger words, not through the gates.
+FIELD_SAMPLES = [
+    ("header", f"curl -H 'Authorization: Basic {BASIC_CREDENTIALS}' https://api.example.com", BASIC_CREDENTIALS),
+    ("header", f"Cookie: {COOKIE_SESSION}; theme=dark", COOKIE_SESSION),
+    ("header", f"X-API-Key: {FREE_API_KEY}", FREE_API_KEY),
+    ("secret_field", f"ValueError({{'password': '{REPR_PASSWORD}'}})", REPR_PASSWORD),
+    ("secret_field", f"connect(user='app', password='{REPR_PASSWORD}')", REPR_PASSWORD),
+    ("secret_field", f'config was {{"api_key": "{FREE_API_KEY}"}} then', FREE_API_KEY),
 ]
 
 
@@ -137,6 +221,7 @@ def realistic_value() -> dict[str, object]:
                 {"id_token_text": f"got {JWT}", "sts": AWS_STS_KEY_ID},
                 {"files": {"deploy.pem": PEM}},
                 {"callback": f"https://hooks.example.com/cb?access_token={QUERY_TOKEN}"},
+                {"log": FREE_TEXT},
             ],
             "raw": orjson.dumps({"refresh_token": REFRESH_TOKEN, "expires_in": 3600}).decode(),
             "sessionId": SESSION_ID,

@@ -1,0 +1,131 @@
+"""Issue 9's secrets, placed everywhere a value can reach a span, reach neither the tape, nor the blob
+folder, nor OTLP (content capture on and off); ``check`` flags whatever a recording left."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.otlp_receiver import http_receiver
+from helpers.secrets import (
+    AWS_KEY_ID,
+    AZURE_SAS_KEY,
+    BASIC_CREDENTIALS,
+    COOKIE_SESSION,
+    FREE_TEXT,
+    GITHUB_CLASSIC,
+    GITLAB,
+    HUGGINGFACE,
+    NPM_TOKEN,
+    PYPI_TOKEN,
+    QUERY_TOKEN,
+    REPR_PASSWORD,
+    SECRETS,
+    SENDGRID,
+    SLACK_WEBHOOK_PATH,
+    STRIPE_LIVE,
+    URL_AT_PASSWORD,
+    assert_no_secret,
+    json_forms,
+    realistic_value,
+)
+from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
+
+from otel_agent_replay import Redactor, agent_run, load_tape, record, replay, tool
+from otel_agent_replay.cli import main
+from otel_agent_replay.cli._regress import CHECK_SECRET, check_tapes
+
+
+class Leaky(Exception):
+    pass
+
+
+@tool(name=f"lookup_{HUGGINGFACE}", side_effect="read_only")
+def lookup(payload: dict[str, Any], blob: bytes, **options: Any) -> dict[str, Any]:
+    return {**realistic_value(), "echo": blob, SENDGRID: "a token as a dict key"}
+
+
+@tool(side_effect="read_only")
+def failing(why: str) -> None:
+    raise Leaky({"password": REPR_PASSWORD, "note": f"Authorization: Basic {BASIC_CREDENTIALS}"})
+
+
+def _agent(tracer: trace.Tracer) -> None:
+    with agent_run(
+        "leaky-agent",
+        task=f"mail the report with {SENDGRID}",
+        conversation_id=f"conv-{NPM_TOKEN}",
+        agent_version=f"1.0+{PYPI_TOKEN}",
+        input=realistic_value(),
+    ) as run:
+        lookup(
+            {STRIPE_LIVE: "a secret as a key", "lines": FREE_TEXT},
+            "\n".join(FREE_TEXT).encode(),
+            **{f"opt_{GITLAB}": 1, "plain": AWS_KEY_ID},
+        )
+        with pytest.raises(Leaky):
+            failing("x")
+        user_attrs = {
+            "url.full": f"https://app:{URL_AT_PASSWORD}@api.example.com/v1?access_token={QUERY_TOKEN}",
+            "http.request.header.authorization": (f"Basic {BASIC_CREDENTIALS}",),
+            "app.note": FREE_TEXT[6],
+        }
+        with tracer.start_as_current_span(f"POST hooks.slack.com/{SLACK_WEBHOOK_PATH}", attributes=user_attrs) as span:
+            span.add_event("retry", {"detail": f"Cookie: {COOKIE_SESSION}", "token": GITHUB_CLASSIC})
+            span.set_status(Status(StatusCode.ERROR, f"send failed: SharedAccessKey={AZURE_SAS_KEY}"))
+        run.set_output(realistic_value())
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["content-on", "content-off"])
+def test_no_secret_reaches_the_tape_the_blobs_or_otlp(tmp_path: Path, content: bool) -> None:
+    tape = tmp_path / "leaky.jsonl"
+    tracer = trace.get_tracer("the.users.app")
+    with http_receiver() as (endpoint, got):
+        recording = record(tape, store_full_payloads=True, max_string=64, otlp=endpoint, otlp_content=content)
+        with recording:
+            _agent(tracer)
+    data = tape.read_bytes()
+    assert_no_secret(data)
+    blobs = [p for p in tape.with_name(tape.name + ".blobs").rglob("*") if p.is_file()]
+    assert blobs, "max_string=64 should have sent full values to the blob folder"
+    for blob in blobs:
+        assert_no_secret(blob.read_bytes())
+    sent = b"".join(request.SerializeToString() for request in got.requests)
+    assert len(got.spans()) == 4  # run, two steps, the user's span
+    assert_no_secret(sent)
+    # the user's span is on the tape, redacted, not dropped
+    assert b"[REDACTED:slack_webhook]" in data and b"[REDACTED:url_credentials]" in data
+    assert not [f for f in check_tapes([str(tape)]) if f.kind == "secret"]
+
+
+def test_replay_matches_a_tape_recorded_with_secrets_in_names_and_keys(tmp_path: Path) -> None:
+    tape = tmp_path / "leaky.jsonl"
+    with record(tape):
+        _agent(trace.get_tracer("the.users.app"))
+    with replay(tape) as session:
+        _agent(trace.get_tracer("the.users.app"))
+    assert session.stats["tape_hits"] == 2 and session.stats["drift_events"] == 0
+    assert load_tape(tape).runs[0].steps[0].tool == "lookup_[REDACTED:huggingface_token]"
+
+
+def test_check_flags_what_a_recording_without_redaction_left(tmp_path: Path) -> None:
+    assert len(SECRETS) >= 45
+    tape = tmp_path / "unredacted.jsonl"
+
+    @tool(side_effect="read_only")
+    def note(text: str) -> str:
+        raise ValueError(text)
+
+    with record(tape, redactor=Redactor(defaults=False)), agent_run("a"):
+        for text in FREE_TEXT:
+            with pytest.raises(ValueError):
+                note(text)
+    assert any(any(form in tape.read_bytes() for form in json_forms(s)) for s in SECRETS)
+    findings = [f for f in check_tapes([str(tape)]) if f.kind == "secret"]
+    # every line holds one: its arguments and its error message are both flagged
+    flagged_lines = {f.where for f in findings}
+    assert len(flagged_lines) == len(FREE_TEXT)
+    assert any("the error message" in f.message for f in findings)
+    assert main(["check", str(tape)]) == CHECK_SECRET
