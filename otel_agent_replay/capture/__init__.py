@@ -29,6 +29,15 @@ from ._pipeline import (
     messages_json,
     usage_tokens,
 )
+from ._rebuild import (
+    Description,
+    class_name,
+    describe,
+    exception_facts,
+    loaded_class,
+    rebuild,
+    rebuild_exception_as,
+)
 from ._redact import DEFAULT_REDACTOR, Redactor
 
 __all__ = [
@@ -39,6 +48,7 @@ __all__ = [
     "Capture",
     "CapturedArgs",
     "CapturedResult",
+    "Description",
     "Limits",
     "Redactor",
     "bind_arguments",
@@ -47,12 +57,18 @@ __all__ = [
     "capture_json",
     "capture_result",
     "capture_value",
+    "class_name",
     "context_parameters",
+    "describe",
     "dumps_canonical",
+    "exception_facts",
     "hash_text",
     "key_from_json",
+    "loaded_class",
     "make_binder",
     "messages_json",
     "normalize",
+    "rebuild",
+    "rebuild_exception_as",
     "usage_tokens",
 ]

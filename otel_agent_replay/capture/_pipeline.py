@@ -16,6 +16,7 @@ import orjson
 
 from ._canonical import JSONValue, dumps_canonical, json_text, key_from_json, normalize, to_jsonable
 from ._payload import BlobStore, Limits, cap_json, shorten_strings
+from ._rebuild import describe
 from ._redact import DEFAULT_REDACTOR, Redactor
 
 
@@ -48,6 +49,10 @@ class CapturedResult:
     sha256: str | None
     """sha256 of the full redacted JSON, when the result was shortened."""
     truncated: bool
+    type_json: str | None = None
+    """The result's type description as JSON (``rebuild.describe``), None for plain JSON."""
+    lossy: tuple[str, ...] = ()
+    """Types in the result that cannot come back from the tape as themselves."""
 
 
 def capture_args(tool: str, bound: Mapping[str, Any], capture: Capture) -> CapturedArgs:
@@ -95,18 +100,20 @@ def capture_result(result: object, capture: Capture) -> CapturedResult:
     blob store is configured, the full redacted JSON is stored there under that hash.
     """
     full = redacted_json(result, capture)
+    desc, lossy = describe(result)
+    type_json = None if desc is None else orjson.dumps(desc).decode("utf-8")
     limits = capture.limits
     if len(full) <= limits.max_string:  # no string inside can be longer than the whole text
-        return CapturedResult(json=full, sha256=None, truncated=False)
+        return CapturedResult(full, None, False, type_json, tuple(lossy))
     short, cut = shorten_strings(orjson.loads(full), limits.max_string)
     text = orjson.dumps(short).decode("utf-8") if cut else full
     text, capped = cap_json(text, limits.max_result_bytes)
     if not (cut or capped):
-        return CapturedResult(json=full, sha256=None, truncated=False)
+        return CapturedResult(full, None, False, type_json, tuple(lossy))
     digest = hashlib.sha256(full.encode("utf-8")).hexdigest()
     if capture.blobs is not None:
         capture.blobs.put(full)
-    return CapturedResult(json=text, sha256=digest, truncated=True)
+    return CapturedResult(text, digest, True, type_json, tuple(lossy))
 
 
 def usage_tokens(result: object) -> tuple[int | None, int | None]:

@@ -67,6 +67,24 @@ class ModelPolicy(Choice):
     LIVE = "live"
 
 
+class Pace(Choice):
+    """How a replay hands out a recorded stream's chunks."""
+
+    NONE = "none"
+    """At once."""
+    RECORDED = "recorded"
+    """At the offsets they arrived at when recorded."""
+
+
+class NetworkPolicy(Choice):
+    """Whether a strict replay lets the agent's code open connections to hosts not allowed."""
+
+    BLOCK = "block"
+    """Outgoing connections to hosts not in ``allow_hosts`` raise ``NetworkBlocked``."""
+    ALLOW = "allow"
+    """No guard."""
+
+
 class StalePolicy(Choice):
     """What a replay does when a tool's version changed since recording."""
 
@@ -77,8 +95,9 @@ class StalePolicy(Choice):
 class DivergenceKind(Choice):
     """One vocabulary for what differs: a replay's report and ``compare``'s differences.
 
-    A replay reports ``drift``, ``miss``, ``refused``, ``unused``, ``stale``, ``expired`` and
-    ``run_count``; ``compare`` reports ``run_count`` and the kinds from ``task`` to ``output``,
+    A replay reports ``drift``, ``miss``, ``refused``, ``unused``, ``stale``, ``expired``,
+    ``run_count``, ``blocked`` (a connection the network guard stopped) and ``agent`` (a run whose
+    agent the tape does not have); ``compare`` reports ``run_count`` and the kinds from ``task`` to ``output``,
     in the order listed (behaviour before data).
     """
 
@@ -89,6 +108,8 @@ class DivergenceKind(Choice):
     STALE = "stale"
     EXPIRED = "expired"
     RUN_COUNT = "run_count"
+    BLOCKED = "blocked"
+    AGENT = "agent"
     TASK = "task"
     INPUT = "input"
     STEP_MISSING = "step_missing"
@@ -107,6 +128,8 @@ SideEffectName = Literal["read_only", "write", "external"]
 SideEffectPolicyName = Literal["refuse", "stub"]
 ModelPolicyName = Literal["tape", "live"]
 StalePolicyName = Literal["warn", "error"]
+PaceName = Literal["none", "recorded"]
+NetworkPolicyName = Literal["block", "allow"]
 
 C = TypeVar("C", bound=Choice)
 

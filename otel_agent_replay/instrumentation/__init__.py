@@ -19,8 +19,10 @@ from ._steps import (
     start_step,
     step_attributes,
 )
+from ._streams import Chunks, record_stream, record_stream_async
 
 __all__ = [
+    "Chunks",
     "Prepared",
     "RunHandle",
     "RunState",
@@ -39,6 +41,8 @@ __all__ = [
     "positive_seconds",
     "prepare",
     "record_error",
+    "record_stream",
+    "record_stream_async",
     "start_step",
     "step_attributes",
     "tool",

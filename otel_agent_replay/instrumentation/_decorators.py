@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from typing import Any, TypeVar, cast, overload
 
 from otel_agent_replay.core import SideEffect, SideEffectName, StepKind
@@ -18,6 +18,7 @@ from ._runs import RunHandle, agent_run
 from ._runtime import current_replay
 from ._spec import SPEC_ATTRIBUTE, ToolSpec, make_spec, tool_spec
 from ._steps import call_recorded, call_recorded_async
+from ._streams import record_stream, record_stream_async
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -25,7 +26,34 @@ __all__ = ["RunHandle", "ToolSpec", "agent_run", "model_call", "tool", "tool_spe
 
 
 def _wrap(fn: F, spec: ToolSpec) -> F:
-    if spec.is_async:
+    if spec.stream == "sync":
+
+        @functools.wraps(fn)
+        def stream_wrapper(*args: Any, **kwargs: Any) -> Iterator[Any]:
+            session = current_replay.get()
+            if session is not None:
+                return (yield from session.stream(spec, fn, args, kwargs))
+            return (yield from record_stream(spec, fn, args, kwargs))
+
+        wrapper: Callable[..., Any] = stream_wrapper
+    elif spec.stream == "async":
+
+        @functools.wraps(fn)
+        async def async_stream_wrapper(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+            session = current_replay.get()
+            source = (
+                session.stream_async(spec, fn, args, kwargs)
+                if session is not None
+                else record_stream_async(spec, fn, args, kwargs)
+            )
+            try:
+                async for chunk in source:
+                    yield chunk
+            finally:
+                await source.aclose()  # type: ignore[attr-defined]
+
+        wrapper = async_stream_wrapper
+    elif spec.is_async:
         async_fn = cast(Callable[..., Awaitable[Any]], fn)
 
         @functools.wraps(fn)
@@ -35,7 +63,7 @@ def _wrap(fn: F, spec: ToolSpec) -> F:
                 return await session.call_async(spec, async_fn, args, kwargs)
             return await call_recorded_async(spec, async_fn, args, kwargs)
 
-        wrapper: Callable[..., Any] = async_wrapper
+        wrapper = async_wrapper
     else:
 
         @functools.wraps(fn)
@@ -60,6 +88,7 @@ def tool(
     version: str | None = None,
     ttl: float | _dt.timedelta | None = None,
     ignore: Iterable[str] = (),
+    result_type: Any = None,
 ) -> Callable[[F], F]: ...
 def tool(
     fn: F | None = None,
@@ -70,6 +99,7 @@ def tool(
     version: str | None = None,
     ttl: float | _dt.timedelta | None = None,
     ignore: Iterable[str] = (),
+    result_type: Any = None,
 ) -> F | Callable[[F], F]:
     """Record each call of a tool function as an ``execute_tool`` step.
 
@@ -77,12 +107,21 @@ def tool(
     ``side_effect`` (``"read_only"``, ``"write"`` or ``"external"``; undeclared is
     treated as not read-only), ``version`` (the tool_version), ``ttl`` (seconds or a
     timedelta; sets ``agent_replay.expires_at``), ``ignore`` (parameters left out of the
-    call key and the tape). Works on sync and async functions and on methods.
+    call key and the tape), ``result_type`` (the type a replay rebuilds results as; default: the
+    return annotation). Works on sync and async functions, generators (one step, chunk by chunk)
+    and methods.
     """
 
     def decorate(f: F) -> F:
         spec = make_spec(
-            f, name=name, kind=StepKind.TOOL, side_effect=side_effect, version=version, ttl=ttl, ignore=ignore
+            f,
+            name=name,
+            kind=StepKind.TOOL,
+            side_effect=side_effect,
+            version=version,
+            ttl=ttl,
+            ignore=ignore,
+            result_type=result_type,
         )
         return _wrap(f, spec)
 
@@ -99,6 +138,7 @@ def model_call(
     name: str | None = None,
     version: str | None = None,
     ignore: Iterable[str] = (),
+    result_type: Any = None,
 ) -> Callable[[F], F]: ...
 def model_call(
     fn: F | None = None,
@@ -109,11 +149,14 @@ def model_call(
     name: str | None = None,
     version: str | None = None,
     ignore: Iterable[str] = (),
+    result_type: Any = None,
 ) -> F | Callable[[F], F]:
     """Record each call of a function that calls a model as a ``chat {model}`` step.
 
     ``provider`` and ``model`` name the service (``model`` defaults to a ``model``
-    argument of the call). Token usage is read from the result's ``usage``.
+    argument of the call). Token usage is read from the result's ``usage``. ``result_type``: the
+    type a replay rebuilds results as (default: the return annotation). A generator or async
+    generator (a streamed answer) is one step, chunk by chunk.
     """
 
     def decorate(f: F) -> F:
@@ -127,6 +170,7 @@ def model_call(
             ignore=ignore,
             provider=provider,
             model=model,
+            result_type=result_type,
         )
         return _wrap(f, spec)
 

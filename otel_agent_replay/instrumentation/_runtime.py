@@ -9,7 +9,7 @@ of the context falls back to the only run active in the process, if there is exa
 from __future__ import annotations
 
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -124,6 +124,14 @@ class ReplayHook(Protocol):
     async def call_async(
         self, spec: Any, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any: ...
+
+    def stream(
+        self, spec: Any, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Iterator[Any]: ...
+
+    def stream_async(
+        self, spec: Any, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> AsyncIterator[Any]: ...
 
     def begin_run(self, agent_name: str, run_id: str) -> tuple[dict[str, Any], list[Link], object]: ...
 

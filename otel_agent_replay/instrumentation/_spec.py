@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import collections.abc as cabc
 import datetime as _dt
 import inspect
+import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +39,12 @@ class ToolSpec:
     is_async: bool
     provider: str | None = None
     model: str | None = None
+    result_type: Any = None
+    """The type results are rebuilt as at replay (``result_type=``); None: the return annotation."""
+    stream: str | None = None
+    """``sync`` or ``async`` for a generator or async-generator function (one step, chunk by chunk)."""
+    function: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
+    """The decorated function, for its return annotation."""
     binder: Binder = field(init=False, compare=False, repr=False)
     """Binds a call to the signature (see ``canonical.make_binder``); made from the fields above."""
     # Derived once, so the step path compares a bool and writes plain strings (an enum's class
@@ -48,17 +56,57 @@ class ToolSpec:
     side_effect_value: str | None = field(init=False, compare=False, repr=False)
     """``side_effect`` as the plain string the span carries."""
 
+    _hint: list[Any] = field(init=False, compare=False, repr=False)
+
     def __post_init__(self) -> None:
         put = object.__setattr__
+        put(self, "_hint", [])
         put(self, "binder", make_binder(self.signature, self.leave_out))
         put(self, "is_llm", self.kind == StepKind.LLM)
         put(self, "kind_value", self.kind.value)
         put(self, "side_effect_value", None if self.side_effect is None else self.side_effect.value)
 
+    def result_hint(self) -> Any:
+        """The type a result (a stream: each chunk) is rebuilt as: ``result_type``, else the return annotation.
+
+        Read when first needed (annotations may name classes defined after the decorator ran);
+        None when there is neither or the annotation cannot be resolved.
+        """
+        if self._hint:
+            return self._hint[0]
+        hint = self.result_type
+        if hint is None and self.function is not None:
+            try:
+                hint = typing.get_type_hints(self.function).get("return")
+            except Exception:
+                hint = None
+            if hint is not None and self.stream is not None:
+                hint = _chunk_type(hint)
+        self._hint.append(hint)
+        return hint
+
     @property
     def read_only(self) -> bool:
         """True only for tools that declared ``side_effect="read_only"``."""
         return self.side_effect == SideEffect.READ_ONLY
+
+
+_STREAMS = (
+    cabc.Iterator,
+    cabc.Iterable,
+    cabc.Generator,
+    cabc.AsyncIterator,
+    cabc.AsyncIterable,
+    cabc.AsyncGenerator,
+)
+
+
+def _chunk_type(hint: Any) -> Any:
+    """``Iterator[T]``, ``Generator[T, ...]``, ``AsyncIterator[T]`` … → ``T``; anything else → None."""
+    if typing.get_origin(hint) in _STREAMS:
+        args = typing.get_args(hint)
+        return args[0] if args else None
+    return None
 
 
 def tool_spec(fn: object) -> ToolSpec | None:
@@ -88,6 +136,7 @@ def make_spec(
     ignore: Iterable[str],
     provider: str | None = None,
     model: str | None = None,
+    result_type: Any = None,
 ) -> ToolSpec:
     """Check a tool's declaration and build its spec (``ConfigurationError`` when invalid)."""
     if not callable(fn):
@@ -118,4 +167,7 @@ def make_spec(
         is_async=inspect.iscoroutinefunction(fn),
         provider=provider,
         model=model,
+        result_type=result_type,
+        stream="sync" if inspect.isgeneratorfunction(fn) else "async" if inspect.isasyncgenfunction(fn) else None,
+        function=fn,
     )

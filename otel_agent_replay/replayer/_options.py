@@ -15,6 +15,10 @@ from otel_agent_replay.core import (
     ConfigurationError,
     ModelPolicy,
     ModelPolicyName,
+    NetworkPolicy,
+    NetworkPolicyName,
+    Pace,
+    PaceName,
     RecordMode,
     RecordModeName,
     SideEffect,
@@ -68,6 +72,14 @@ class ReplayOptions:
     """``warn`` or ``error`` when a tool's version changed since recording."""
     redactor: Redactor = DEFAULT_REDACTOR
     """The redactor the tape was recorded with (live arguments are redacted the same way)."""
+    pace: Pace | PaceName = Pace.NONE
+    """``none`` hands out a recorded stream's chunks at once, ``recorded`` at their recorded offsets."""
+    network: NetworkPolicy | NetworkPolicyName = NetworkPolicy.BLOCK
+    """``block``: in a strict replay (mode ``none``) a connection from the replay's context to a host not in
+    ``allow_hosts`` raises ``NetworkBlocked``; ``allow`` turns the guard off."""
+    allow_hosts: Iterable[str] | None = None
+    """Hosts (names or IP addresses) the agent's code may connect to during a strict replay; None: loopback
+    (``localhost``, 127.0.0.0/8, ``::1``); an empty list blocks loopback too."""
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # normalising in a frozen dataclass
@@ -86,6 +98,13 @@ class ReplayOptions:
             declared[name] = SideEffect(effect)
         put(self, "declare", MappingProxyType(declared))
         put(self, "max_age", positive_seconds(self.max_age, "max_age"))
+        put(self, "pace", choice(Pace, self.pace, "replay", "pace"))
+        put(self, "network", choice(NetworkPolicy, self.network, "replay", "network"))
+        if self.allow_hosts is not None:
+            hosts = (self.allow_hosts,) if isinstance(self.allow_hosts, str) else tuple(self.allow_hosts)
+            if not all(isinstance(h, str) and h for h in hosts):
+                raise ConfigurationError(f"replay(allow_hosts={self.allow_hosts!r}): give host names or addresses")
+            put(self, "allow_hosts", hosts)
         if not isinstance(self.redactor, Redactor):
             raise ConfigurationError(f"replay(redactor={self.redactor!r}): give a Redactor")
 
@@ -109,6 +128,16 @@ class ReplayOptions:
     def stale_policy(self) -> StalePolicy:
         """``stale_versions`` as a ``StalePolicy``."""
         return cast(StalePolicy, self.stale_versions)
+
+    @property
+    def pace_policy(self) -> Pace:
+        """``pace`` as a ``Pace``."""
+        return cast(Pace, self.pace)
+
+    @property
+    def guards_network(self) -> bool:
+        """True when the network guard is on: a strict replay with ``network="block"``."""
+        return self.network == NetworkPolicy.BLOCK and self.record_mode == RecordMode.NONE
 
     @property
     def declared(self) -> Mapping[str, SideEffect]:

@@ -22,6 +22,10 @@ from otel_agent_replay.core import (
     ConfigurationError,
     ModelPolicy,
     ModelPolicyName,
+    NetworkPolicy,
+    NetworkPolicyName,
+    Pace,
+    PaceName,
     RecordMode,
     RecordModeName,
     Scope,
@@ -87,6 +91,12 @@ class replay(Scope[ReplaySession, _Entered]):
     :param declare: side effects for tools that declared none.
     :param stale_versions: ``"error"`` fails on a tool whose version changed (default ``"warn"``).
     :param redactor: the redactor the tape was recorded with.
+    :param pace: ``"recorded"`` hands out a recorded stream's chunks at their recorded offsets (default
+        ``"none"``: at once).
+    :param network: ``"allow"`` turns off the network guard of strict replays (default ``"block"``: a
+        connection from the replay's context to a host not in ``allow_hosts`` raises ``NetworkBlocked``).
+    :param allow_hosts: hosts the agent's code may connect to in a strict replay (default: loopback;
+        an empty list blocks loopback too).
     """
 
     def __init__(
@@ -108,6 +118,9 @@ class replay(Scope[ReplaySession, _Entered]):
         declare: Mapping[str, SideEffect | SideEffectName] | None = None,
         stale_versions: StalePolicy | StalePolicyName | None = None,
         redactor: Redactor | None = None,
+        pace: Pace | PaceName | None = None,
+        network: NetworkPolicy | NetworkPolicyName | None = None,
+        allow_hosts: Iterable[str] | None = None,
     ) -> None:
         super().__init__()
         given = {
@@ -125,6 +138,9 @@ class replay(Scope[ReplaySession, _Entered]):
             "declare": declare,
             "stale_versions": stale_versions,
             "redactor": redactor,
+            "pace": pace,
+            "network": network,
+            "allow_hosts": allow_hosts,
         }
         if options is not None and not isinstance(options, ReplayOptions):
             raise ConfigurationError(f"replay(options={options!r}): give a ReplayOptions (or use the keywords)")

@@ -7,15 +7,18 @@ it for every decorated call while it is active.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as _dt
 import functools
 import inspect
 import threading
+import time
 import warnings
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+import orjson
 from opentelemetry.trace import INVALID_SPAN, Link, SpanContext, TraceFlags
 
 from otel_agent_replay.capture import Capture, CapturedResult, capture_args
@@ -24,6 +27,7 @@ from otel_agent_replay.core import (
     ConfigurationError,
     DivergenceKind,
     ModelPolicy,
+    Pace,
     RecordMode,
     ReplayDivergence,
     ReplayError,
@@ -37,6 +41,7 @@ from otel_agent_replay.core import (
 )
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import (
+    Chunks,
     Prepared,
     RunState,
     StepInFlight,
@@ -47,6 +52,8 @@ from otel_agent_replay.instrumentation import (
     current_run,
     make_spec,
     prepare,
+    record_stream,
+    record_stream_async,
     start_step,
     tool_spec,
 )
@@ -109,6 +116,7 @@ class ReplaySession:
         self._models_live = options.model_policy == ModelPolicy.LIVE
         self._stub_all = options.side_effect_policy == SideEffectPolicy.STUB
         self._new_episodes = self.mode == RecordMode.NEW_EPISODES
+        self._pace = options.pace_policy == Pace.RECORDED
         self.capture = Capture(redactor=options.redactor)
         self.ledger = Ledger()
         self._lock = threading.Lock()
@@ -265,6 +273,147 @@ class ReplaySession:
         serving.done(result)
         return result
 
+    def stream(
+        self, spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Iterator[Any]:
+        """Serve one call of a generator function: the recorded chunks in order (paced on request),
+        the recorded mid-stream error after them; a consumer that stops early ends the step there."""
+        serving = self._begin_serving(spec, args, kwargs)
+        if isinstance(serving, _Recorded):
+            chunks: list[Any] = []
+            inner = cast(Generator[Any, None, None], record_stream(spec, fn, args, kwargs))
+            try:
+                for chunk in inner:
+                    chunks.append(chunk)
+                    yield chunk
+            except GeneratorExit:
+                inner.close()
+                serving.done(chunks)
+                raise
+            except BaseException as exc:
+                serving.fail(exc)
+                raise
+            serving.done(chunks)
+            return
+        served = Chunks(serving.step)
+        serving.step = None  # the chunks end the replay span
+        try:
+            if serving.decision.how == "tape":
+                recorded, offsets, error = self._stream_from_tape(serving.decision, spec)
+                for n, chunk in enumerate(recorded):
+                    if self._pace and n < len(offsets):
+                        _sleep_until(served.start, offsets[n])
+                    served.add(chunk)
+                    yield chunk
+                if error is not None:
+                    raise error
+            else:
+                undo = served.enter()
+                try:
+                    source = iter((serving.decision.fake or fn)(*args, **kwargs))
+                finally:
+                    undo()
+                while True:
+                    undo = served.enter()
+                    try:
+                        chunk = next(source)
+                    except StopIteration:
+                        break
+                    finally:
+                        undo()
+                    served.add(chunk)
+                    yield chunk
+        except GeneratorExit:
+            serving.done(served.items)
+            served.end(None)
+            raise
+        except BaseException as exc:
+            serving.fail(exc)
+            served.end(exc)
+            raise
+        serving.done(served.items)
+        served.end(None)
+
+    async def stream_async(
+        self, spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> AsyncIterator[Any]:
+        """``stream`` for async-generator functions."""
+        serving = self._begin_serving(spec, args, kwargs)
+        if isinstance(serving, _Recorded):
+            chunks: list[Any] = []
+            inner = cast(AsyncGenerator[Any, None], record_stream_async(spec, fn, args, kwargs))
+            try:
+                async for chunk in inner:
+                    chunks.append(chunk)
+                    yield chunk
+            except GeneratorExit:
+                await inner.aclose()
+                serving.done(chunks)
+                raise
+            except BaseException as exc:
+                serving.fail(exc)
+                raise
+            serving.done(chunks)
+            return
+        served = Chunks(serving.step)
+        serving.step = None
+        try:
+            if serving.decision.how == "tape":
+                recorded, offsets, error = self._stream_from_tape(serving.decision, spec)
+                for n, chunk in enumerate(recorded):
+                    if self._pace and n < len(offsets):
+                        delay = (served.start + offsets[n] - time.monotonic_ns()) / 1e9
+                        if delay > 0:
+                            await asyncio.sleep(delay)
+                    served.add(chunk)
+                    yield chunk
+                if error is not None:
+                    raise error
+            else:
+                undo = served.enter()
+                try:
+                    source = (serving.decision.fake or fn)(*args, **kwargs).__aiter__()
+                finally:
+                    undo()
+                while True:
+                    undo = served.enter()
+                    try:
+                        chunk = await source.__anext__()
+                    except StopAsyncIteration:
+                        break
+                    finally:
+                        undo()
+                    served.add(chunk)
+                    yield chunk
+        except GeneratorExit:
+            serving.done(served.items)
+            served.end(None)
+            raise
+        except BaseException as exc:
+            serving.fail(exc)
+            served.end(exc)
+            raise
+        serving.done(served.items)
+        served.end(None)
+
+    def _stream_from_tape(
+        self, decision: _Decision, spec: ToolSpec
+    ) -> tuple[list[Any], list[int], BaseException | None]:
+        """A recorded stream: its chunks rebuilt, their offsets, and the error it ended with."""
+        if decision.has_override:
+            value = decision.override
+            if isinstance(value, BaseException) or (isinstance(value, type) and issubclass(value, BaseException)):
+                return [], [], value if isinstance(value, BaseException) else value()
+            return list(value), [], None
+        step = decision.step
+        assert step is not None
+        hint = spec.result_hint()
+        data = recorded_result(step, self.tape_path, list[hint] if hint is not None else None)  # type: ignore[valid-type]
+        chunks = list(data) if isinstance(data, (list, tuple)) else ([] if data is None else [data])
+        offsets = _offsets(step.attributes.get(A.STREAM_OFFSETS))
+        error = rebuild_exception(step.error, step.attributes) if step.error is not None else None
+        return chunks, offsets, error
+
     def _begin_serving(self, spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Serving | _Recorded:
         if self.recording:
             return _Recorded(self, spec, self._count_recorded(spec), args, kwargs)
@@ -392,7 +541,7 @@ class ReplaySession:
             self.ledger.diverge(DivergenceKind.STALE, run_id, step.tool, n, step.seq, message)
             warnings.warn(message, TapeWarning, stacklevel=4)
 
-    def _from_tape(self, decision: _Decision) -> Any:
+    def _from_tape(self, decision: _Decision, spec: ToolSpec) -> Any:
         if decision.has_override:
             value = decision.override
             if isinstance(value, BaseException):
@@ -403,8 +552,8 @@ class ReplaySession:
         step = decision.step
         assert step is not None
         if step.error is not None:
-            raise rebuild_exception(step.error)
-        return recorded_result(step, self.tape_path)
+            raise rebuild_exception(step.error, step.attributes)
+        return recorded_result(step, self.tape_path, spec.result_hint())
 
     def _appender_for(self, decision: _Decision, bound: _ReplayRun) -> Appender | None:
         if not decision.append or self.tape_path is None or bound.index is None:
@@ -477,7 +626,7 @@ class _Serving:
     def invoke(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The recorded result (or exception), or what the fake or the live function returns."""
         if self.decision.how == "tape":
-            return self.session._from_tape(self.decision)
+            return self.session._from_tape(self.decision, self.spec)
         return (self.decision.fake or fn)(*args, **kwargs)
 
     def fail(self, exc: BaseException) -> None:
@@ -527,6 +676,22 @@ def _as_recorded(decision: _Decision) -> CapturedResult | None:
     if decision.how != "tape" or decision.has_override or step is None or step.result_json is None:
         return None
     return CapturedResult(step.result_json, step.result_sha256, step.result_truncated)
+
+
+def _offsets(text: Any) -> list[int]:
+    if not isinstance(text, str):
+        return []
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return []
+    return [int(v) for v in value if isinstance(v, (int, float))] if isinstance(value, list) else []
+
+
+def _sleep_until(start_ns: int, offset_ns: int) -> None:
+    delay = (start_ns + offset_ns - time.monotonic_ns()) / 1e9
+    if delay > 0:
+        time.sleep(delay)
 
 
 def _links(trace_id: str, span_id: str) -> list[Link]:
