@@ -31,6 +31,7 @@ Counter = Literal[
     "unused_entries",
     "stale_steps",
     "runs_replayed",
+    "blocked_connections",
 ]
 """The name of a replay counter, as ``stats[...]`` spells it (a contract: ``stats["live_tool_calls"]``)."""
 
@@ -67,6 +68,8 @@ class ReplayStats(Mapping[str, Any]):
     """Recorded steps never asked for (``unused_entries``)."""
     stale_steps: int = 0
     runs_replayed: int = 0
+    blocked_connections: int = 0
+    """Outgoing connections the network guard stopped (``NetworkBlocked``)."""
 
     def __getitem__(self, key: str) -> Any:
         name = _FIELD_OF.get(key)

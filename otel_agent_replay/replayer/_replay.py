@@ -42,6 +42,7 @@ from otel_agent_replay.instrumentation import current_replay
 from otel_agent_replay.recorder import record
 from otel_agent_replay.tape import Run, Tape, load_tape
 
+from . import _network as network
 from ._options import Overrides, ReplayOptions
 from ._session import ReplaySession, select_runs
 
@@ -170,6 +171,8 @@ class replay(Scope[ReplaySession, _Entered]):
             self._check_age(tape)
             session = ReplaySession(self.options, tape, tape.path, recording=False)
         token = current_replay.set(session)
+        if session.network_guard is not None:
+            network.install()
         return session, _Entered(session, token, recorder, temp)
 
     def _load(self, path: Path | None) -> Tape:
@@ -198,6 +201,8 @@ class replay(Scope[ReplaySession, _Entered]):
 
     def _stop(self, entered: _Entered, error: BaseException | None) -> None:
         current_replay.reset(entered.token)
+        if entered.session.network_guard is not None:
+            network.uninstall()
         if entered.recorder is not None:
             entered.recorder.__exit__(type(error) if error else None, error, None)
             path = self._path()

@@ -27,6 +27,7 @@ from otel_agent_replay.core import (
     ConfigurationError,
     DivergenceKind,
     ModelPolicy,
+    NetworkBlocked,
     Pace,
     RecordMode,
     ReplayDivergence,
@@ -63,6 +64,7 @@ from ._append import AppendedStep, Appender
 from ._index import RunIndex, rebuild_exception, recorded_result
 from ._ledger import Divergence, Ledger, ReplayStats
 from ._messages import drift_error, miss_error, refused_error, unused_error
+from ._network import NetworkGuard
 from ._options import ReplayOptions
 
 _READ_ONLY = SideEffect.READ_ONLY
@@ -125,6 +127,12 @@ class ReplaySession:
         self._implicit: _ReplayRun | None = None
         self._appender: Appender | None = None
         self.closed = False
+        self.network_guard: NetworkGuard | None = (
+            NetworkGuard(options.allow_hosts, lambda: str(self.tape_path), self._blocked)
+            if options.guards_network and not recording
+            else None
+        )
+        """The network guard of a strict replay (see ``_network``), or None."""
 
     # --- the handle ------------------------------------------------------------------
 
@@ -507,6 +515,11 @@ class ReplaySession:
         if self._new_episodes and read_only and not spec.is_llm:
             return _Decision("live", append=True)
         self.ledger.fail(miss_error(bound, spec, prep, n, self.mode, self.tape_path), run_id, name, n, seq)
+
+    def _blocked(self, error: NetworkBlocked) -> None:
+        self.ledger.bump("blocked_connections")
+        where = f"{error.host}:{error.port}" if error.port is not None else error.host
+        self.ledger.fail(error, "", where, 0, None)
 
     def _override(self, name: str, n: int) -> Any:
         overrides = self.options.overrides
