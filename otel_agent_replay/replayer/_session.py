@@ -39,6 +39,7 @@ from otel_agent_replay.core import (
     StepKind,
     TapeStale,
     TapeWarning,
+    UnknownAgent,
 )
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import (
@@ -194,12 +195,21 @@ class ReplaySession:
 
     # --- runs ------------------------------------------------------------------------
 
-    def begin_run(self, agent_name: str, run_id: str) -> tuple[dict[str, Any], list[Link], object]:
+    def begin_run(
+        self, agent_name: str, run_id: str, input_hash: str | None = None
+    ) -> tuple[dict[str, Any], list[Link], object]:
+        """Bind a live run to the next recorded run of the same agent (the same input first), in recorded order.
+
+        A live run whose agent has no run on the tape fails with ``UnknownAgent`` naming the agents
+        it has; one more run of an agent than recorded is a ``run_count`` divergence (its calls miss).
+        """
         if self.recording:
             return {}, [], _RECORDING_RUN  # nothing to bind; end_run still learns the output
         with self._lock:
-            recorded = self._queue.pop(0) if self._queue else None
+            recorded = self._take_run(agent_name, input_hash)
         self.ledger.bump("runs_replayed")
+        if recorded is None and not self._has_agent(agent_name):
+            self.ledger.fail(self._unknown_agent(agent_name, run_id), "", agent_name, 0, None)
         index = (
             RunIndex(recorded, include_models=self.options.model_policy == ModelPolicy.TAPE)
             if recorded is not None
@@ -215,11 +225,42 @@ class ReplaySession:
                 agent_name,
                 0,
                 None,
-                f"the agent started run {run_id} ({agent_name}) but the tape has no more runs to replay",
+                f"the agent started run {run_id} ({agent_name}) but the tape has no more runs of {agent_name!r} "
+                "to replay",
             )
             return {A.MODE: A.MODE_REPLAY}, [], bound
         attrs: dict[str, Any] = {A.MODE: A.MODE_REPLAY, A.REPLAY_OF: recorded.run_id}
         return attrs, _links(recorded.trace_id, recorded.span_id), bound
+
+    def _take_run(self, agent_name: str, input_hash: str | None) -> Run | None:
+        """The first queued run of this agent with this input hash, else of this agent; taken off the queue.
+
+        Runs whose agent the tape does not say (foreign or incomplete runs) serve any agent, in order.
+        Called under the lock.
+        """
+        same = [n for n, run in enumerate(self._queue) if run.agent_name == agent_name]
+        if input_hash is not None:
+            same_input = [n for n in same if self._queue[n].attributes.get(A.INPUT_HASH) == input_hash]
+            same = same_input or same
+        if not same:
+            same = [n for n, run in enumerate(self._queue) if not run.agent_name]
+        return self._queue.pop(same[0]) if same else None
+
+    def _has_agent(self, agent_name: str) -> bool:
+        runs = select_runs(self.tape, self.options) if self.tape is not None else ()
+        return not runs or any(run.agent_name in (agent_name, "") for run in runs)
+
+    def _unknown_agent(self, agent_name: str, run_id: str) -> UnknownAgent:
+        runs = select_runs(self.tape, self.options) if self.tape is not None else ()
+        counts: dict[str, int] = {}
+        for run in runs:
+            counts[run.agent_name] = counts.get(run.agent_name, 0) + 1
+        agents = ", ".join(f"{name!r} ({n} run{'s' if n > 1 else ''})" for name, n in counts.items())
+        return UnknownAgent(
+            f"agent_run({agent_name!r}) (run {run_id}) has no recorded run on {self.tape_path}: the tape has runs "
+            f"of {agents}. Use the agent name the tape was recorded with, or record this agent (mode='once' "
+            "records a missing tape, mode='all' records it again)"
+        )
 
     def end_run(self, output: object) -> None:
         """Learn a run's output (``view()`` shows the last one)."""
