@@ -16,6 +16,7 @@ from ._canonical import (
     make_binder,
     normalize,
 )
+from ._keys import NO_RULES, PRESET_TOKEN, VOLATILE_MODEL_FIELDS, KeyRules, expand
 from ._payload import BlobStore, Limits
 from ._pipeline import (
     DEFAULT_CAPTURE,
@@ -43,12 +44,16 @@ from ._redact import DEFAULT_REDACTOR, Redactor
 __all__ = [
     "DEFAULT_CAPTURE",
     "DEFAULT_REDACTOR",
+    "NO_RULES",
+    "PRESET_TOKEN",
+    "VOLATILE_MODEL_FIELDS",
     "Binder",
     "BlobStore",
     "Capture",
     "CapturedArgs",
     "CapturedResult",
     "Description",
+    "KeyRules",
     "Limits",
     "Redactor",
     "bind_arguments",
@@ -62,6 +67,7 @@ __all__ = [
     "describe",
     "dumps_canonical",
     "exception_facts",
+    "expand",
     "hash_text",
     "key_from_json",
     "loaded_class",

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from ._canonical import JSONValue, dumps_canonical, json_text, key_from_json, normalize, to_jsonable
+from ._keys import NO_RULES, KeyRules
 from ._payload import BlobStore, Limits, cap_json, shorten_strings
 from ._rebuild import describe
 from ._redact import DEFAULT_REDACTOR, Redactor
@@ -27,6 +28,8 @@ class Capture:
     redactor: Redactor = DEFAULT_REDACTOR
     limits: Limits = field(default_factory=Limits)
     blobs: BlobStore | None = None
+    keys: KeyRules = NO_RULES
+    """Paths left out of call keys, per tool (``key_ignore``)."""
 
 
 DEFAULT_CAPTURE = Capture()
@@ -39,6 +42,8 @@ class CapturedArgs:
     json: str
     call_key: str
     value: JSONValue
+    key_ignore: tuple[str, ...] = ()
+    """The paths left out of the call key (the tape keeps them in the arguments)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +60,10 @@ class CapturedResult:
     """Types in the result that cannot come back from the tape as themselves."""
 
 
-def capture_args(tool: str, bound: Mapping[str, Any], capture: Capture) -> CapturedArgs:
-    """Canonical, redacted arguments and their call key."""
+def capture_args(
+    tool: str, bound: Mapping[str, Any], capture: Capture, key_ignore: tuple[str, ...] = ()
+) -> CapturedArgs:
+    """Canonical, redacted arguments and their call key (without the paths the key rules leave out)."""
     value = normalize(to_jsonable(bound))
     text = dumps_canonical(value)
     if capture.redactor.may_redact(text):
@@ -66,6 +73,10 @@ def capture_args(tool: str, bound: Mapping[str, Any], capture: Capture) -> Captu
         value, cut = shorten_strings(value, capture.limits.max_string)
         if cut:
             text = dumps_canonical(value)
+    if key_ignore or capture.keys:
+        patterns = capture.keys.for_tool(tool, key_ignore)
+        if patterns:
+            return CapturedArgs(text, capture.keys.key(tool, value, patterns), value, patterns)
     return CapturedArgs(json=text, call_key=key_from_json(tool, text), value=value)
 
 

@@ -48,6 +48,7 @@ from ._errors import (
     TapeWarning,
     UnknownAgent,
 )
+from ._project import ProjectSettings, find_pyproject, project_settings
 from ._scope import Scope
 from ._version import __version__
 
@@ -67,6 +68,7 @@ __all__ = [
     "OtlpWarning",
     "Pace",
     "PaceName",
+    "ProjectSettings",
     "RecordMode",
     "RecordModeName",
     "RecordedToolError",
@@ -96,4 +98,6 @@ __all__ = [
     "__version__",
     "attributes",
     "choice",
+    "find_pyproject",
+    "project_settings",
 ]

@@ -89,6 +89,7 @@ def tool(
     ttl: float | _dt.timedelta | None = None,
     ignore: Iterable[str] = (),
     result_type: Any = None,
+    key_ignore: Iterable[str] = (),
 ) -> Callable[[F], F]: ...
 def tool(
     fn: F | None = None,
@@ -100,6 +101,7 @@ def tool(
     ttl: float | _dt.timedelta | None = None,
     ignore: Iterable[str] = (),
     result_type: Any = None,
+    key_ignore: Iterable[str] = (),
 ) -> F | Callable[[F], F]:
     """Record each call of a tool function as an ``execute_tool`` step.
 
@@ -108,8 +110,10 @@ def tool(
     treated as not read-only), ``version`` (the tool_version), ``ttl`` (seconds or a
     timedelta; sets ``agent_replay.expires_at``), ``ignore`` (parameters left out of the
     call key and the tape), ``result_type`` (the type a replay rebuilds results as; default: the
-    return annotation). Works on sync and async functions, generators (one step, chunk by chunk)
-    and methods.
+    return annotation), ``key_ignore`` (argument paths left out of the call key, such as
+    ``"messages[*].tool_call_id"``; ``"@model_volatile"`` names the volatile model-request
+    fields; the tape keeps them). Works on sync and async functions, generators (one step,
+    chunk by chunk) and methods.
     """
 
     def decorate(f: F) -> F:
@@ -122,6 +126,7 @@ def tool(
             ttl=ttl,
             ignore=ignore,
             result_type=result_type,
+            key_ignore=key_ignore,
         )
         return _wrap(f, spec)
 
@@ -139,6 +144,7 @@ def model_call(
     version: str | None = None,
     ignore: Iterable[str] = (),
     result_type: Any = None,
+    key_ignore: Iterable[str] = (),
 ) -> Callable[[F], F]: ...
 def model_call(
     fn: F | None = None,
@@ -150,13 +156,15 @@ def model_call(
     version: str | None = None,
     ignore: Iterable[str] = (),
     result_type: Any = None,
+    key_ignore: Iterable[str] = (),
 ) -> F | Callable[[F], F]:
     """Record each call of a function that calls a model as a ``chat {model}`` step.
 
     ``provider`` and ``model`` name the service (``model`` defaults to a ``model``
     argument of the call). Token usage is read from the result's ``usage``. ``result_type``: the
     type a replay rebuilds results as (default: the return annotation). A generator or async
-    generator (a streamed answer) is one step, chunk by chunk.
+    generator (a streamed answer) is one step, chunk by chunk. ``key_ignore``: argument
+    paths left out of the call key (``"@model_volatile"``: the volatile fields of model requests).
     """
 
     def decorate(f: F) -> F:
@@ -171,6 +179,7 @@ def model_call(
             provider=provider,
             model=model,
             result_type=result_type,
+            key_ignore=key_ignore,
         )
         return _wrap(f, spec)
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_agent_replay.capture import Binder, context_parameters, make_binder
+from otel_agent_replay.capture import Binder, context_parameters, expand, make_binder
 from otel_agent_replay.core import (
     DECLARABLE_SIDE_EFFECTS,
     ConfigurationError,
@@ -41,6 +41,8 @@ class ToolSpec:
     model: str | None = None
     result_type: Any = None
     """The type results are rebuilt as at replay (``result_type=``); None: the return annotation."""
+    key_ignore: tuple[str, ...] = ()
+    """Argument paths left out of the call key (``key_ignore=``; the tape keeps them)."""
     stream: str | None = None
     """``sync`` or ``async`` for a generator or async-generator function (one step, chunk by chunk)."""
     function: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
@@ -137,6 +139,7 @@ def make_spec(
     provider: str | None = None,
     model: str | None = None,
     result_type: Any = None,
+    key_ignore: Iterable[str] = (),
 ) -> ToolSpec:
     """Check a tool's declaration and build its spec (``ConfigurationError`` when invalid)."""
     if not callable(fn):
@@ -168,6 +171,7 @@ def make_spec(
         provider=provider,
         model=model,
         result_type=result_type,
+        key_ignore=expand((key_ignore,) if isinstance(key_ignore, str) else key_ignore),
         stream="sync" if inspect.isgeneratorfunction(fn) else "async" if inspect.isasyncgenfunction(fn) else None,
         function=fn,
     )

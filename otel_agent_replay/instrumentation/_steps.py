@@ -157,7 +157,7 @@ def prepare(spec: ToolSpec, run: RunState, args: tuple[Any, ...], kwargs: dict[s
     Raises ``TypeError`` exactly as the call itself would when the arguments do not fit.
     """
     bound = spec.binder(args, kwargs)
-    captured = capture_args(spec.name, bound, run.capture)
+    captured = capture_args(spec.name, bound, run.capture, spec.key_ignore)
     in_context = current_run.get() is run
     enclosing = current_step.get() if in_context else None
     return Prepared(run, run.next_step(spec.name, enclosing), captured, in_context)
@@ -193,6 +193,8 @@ def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]
     attrs[A.SEQ] = ids.seq
     attrs[A.KIND] = spec.kind_value
     attrs[A.CALL_KEY] = captured.call_key
+    if captured.key_ignore:
+        attrs[A.KEY_IGNORE] = orjson.dumps(captured.key_ignore).decode("utf-8")
     if spec.version is not None:
         attrs[A.TOOL_VERSION] = spec.version
     if spec.ttl is not None:

@@ -1,11 +1,12 @@
 """The pytest plugin: each test records or replays its own tape.
 
 Options: ``--agent-record-mode`` (none, once, new_episodes, all; default none) and
-``--agent-tapes-dir``. The ``agent_tape`` fixture (configured by the marker
-``@pytest.mark.agent_tape(path=None, **replay_options)``) replays the test's tape and
-yields the replay handle; after the test body it fails the test on live calls in mode
-none, real side effects, drift and unused recorded steps (each can be switched off with
-the marker's ``fail_on_*`` options). The tape of a test is by default
+``--agent-tapes-dir`` (default: ``tapes_dir`` under ``[tool.otel-agent-replay]`` in pyproject.toml).
+The ``agent_tape`` fixture (configured by the marker
+``@pytest.mark.agent_tape(path=None, **replay_options)``) replays the test's tape (strictly by
+default, so with the network guard on) and yields the replay handle; after the test body it
+fails the test on live calls in mode none, real side effects, drift and unused recorded steps
+(each can be switched off with the marker's ``fail_on_*`` options). The tape of a test is by default
 ``tapes/<test module>/<test name>.jsonl`` beside the test module; its name is derived
 from the test id and sanitised, so it stays inside its folder. One tape per test means
 no shared writers under pytest-xdist.
@@ -23,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from otel_agent_replay.core import ConfigurationError, RecordMode, TapeStale
+from otel_agent_replay.core import ConfigurationError, RecordMode, TapeStale, project_settings
 from otel_agent_replay.replayer import ReplaySession, replay
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -80,6 +81,8 @@ def tape_path_for(item: pytest.Item, given: str | None) -> Path:
     """Where a test's tape lives; a path given by the marker must stay inside the tapes folder."""
     module = Path(str(item.path))
     configured = item.config.getoption("agent_tapes_dir") or item.config.getini("agent_tapes_dir")
+    if not configured:
+        configured = project_settings(Path(str(item.config.rootpath))).tapes_dir
     root = Path(configured) if configured else module.parent / "tapes"
     folder = root / safe_name(module.stem)
     if given is None:

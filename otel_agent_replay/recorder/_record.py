@@ -13,10 +13,12 @@ side is batched and bounded, and never holds up the tape or the agent.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import warnings
 import weakref
+from collections.abc import Iterable, Mapping
 from contextvars import Token
 from pathlib import Path
 
@@ -27,8 +29,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
 from otel_agent_replay.backends import OtlpOption, OtlpProcessor, OtlpStats, otlp_processor
-from otel_agent_replay.capture import DEFAULT_REDACTOR, BlobStore, Capture, Limits, Redactor
-from otel_agent_replay.core import ConfigurationError, OtlpWarning, RecordingWarning, Scope
+from otel_agent_replay.capture import DEFAULT_REDACTOR, BlobStore, Capture, KeyRules, Limits, Redactor
+from otel_agent_replay.core import ConfigurationError, OtlpWarning, RecordingWarning, Scope, project_settings
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import current_recording
 
@@ -151,6 +153,9 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
     On exit the OTLP side is flushed for at most ``otlp_flush_timeout`` seconds (at once when
     the endpoint refuses connections); spans it could not send are counted in
     ``Recording.otlp_stats`` and reported with an ``OtlpWarning``.
+
+    ``key_ignore``: tool (or ``"*"``) → argument paths left out of its call keys (the tape keeps
+    them), on top of the tool's own ``key_ignore=`` and ``[tool.otel-agent-replay.key_ignore]``.
     """
 
     def __init__(
@@ -166,6 +171,7 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         otlp: OtlpOption = None,
         otlp_content: bool | None = None,
         otlp_flush_timeout: float = 5.0,
+        key_ignore: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         super().__init__()
         self.path = Path(path)
@@ -179,6 +185,7 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         if limits.max_string < 16 or limits.max_result_bytes < 64:
             raise ConfigurationError(f"size caps too small: {limits}; max_string >= 16, max_result_bytes >= 64")
         blobs = BlobStore(self.path.with_name(self.path.name + ".blobs")) if store_full_payloads else None
+        self.key_ignore = dict(key_ignore or {})
         self.capture = Capture(redactor=redactor or DEFAULT_REDACTOR, limits=limits, blobs=blobs)
         self.fsync = fsync
         if not isinstance(otlp_flush_timeout, (int, float)) or otlp_flush_timeout < 0:
@@ -197,7 +204,8 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
             flush_timeout=self.otlp_flush_timeout,
         )
         exporter = TapeSpanExporter(self.path, fsync=self.fsync)
-        rec = Recording(self.path, exporter, self.capture, otlp)
+        keys = KeyRules(project_settings().key_ignore).merged(self.key_ignore)
+        rec = Recording(self.path, exporter, dataclasses.replace(self.capture, keys=keys), otlp)
         token = current_recording.set(rec)
         return rec, (rec, token)
 

@@ -15,7 +15,17 @@ from typing import Any
 
 import orjson
 
-from otel_agent_replay.capture import BlobStore, Description, loaded_class, rebuild, rebuild_exception_as
+from otel_agent_replay.capture import (
+    BlobStore,
+    Description,
+    KeyRules,
+    dumps_canonical,
+    key_from_json,
+    loaded_class,
+    normalize,
+    rebuild,
+    rebuild_exception_as,
+)
 from otel_agent_replay.comparison import Difference, json_changes
 from otel_agent_replay.core import RecordedToolError, StepKind, TapePayloadMissing
 from otel_agent_replay.core import attributes as A
@@ -35,6 +45,27 @@ class RunIndex:
             self._by_tool.setdefault(step.tool, []).append(step)
         self._consumed: set[int] = set()
         self._lock = threading.Lock()
+        self._keyed: dict[str, tuple[str, ...]] = {}
+        """Per tool, the key rules its recorded keys were recomputed with (absent: the recorded keys)."""
+        self._stale = frozenset(s.tool for s in self.steps if s.attributes.get(A.KEY_IGNORE))
+        """Tools with steps recorded under key rules: their keys are recomputed even without rules now."""
+
+    def rekey(self, tool: str, patterns: tuple[str, ...], rules: KeyRules) -> None:
+        """Recompute the recorded keys of a tool's steps from their recorded arguments with these rules.
+
+        Done once per tool and rule set; without rules (and no step recorded under rules) the
+        recorded keys stand, so tapes without rules cost nothing here.
+        """
+        with self._lock:
+            if self._keyed.get(tool, () if tool not in self._stale else None) == patterns:
+                return
+            self._keyed[tool] = patterns
+            for key in [k for k, queue in self._by_key.items() if queue and queue[0].tool == tool]:
+                del self._by_key[key]
+            for step in self._by_tool.get(tool, []):
+                value = normalize(step.args)
+                key = rules.key(tool, value, patterns) if patterns else key_from_json(tool, dumps_canonical(value))
+                self._by_key.setdefault(key, deque()).append(step)
 
     def take(self, call_key: str) -> Step | None:
         """Consume and return the first unconsumed step with this key (a hit), or None."""

@@ -37,6 +37,7 @@ from otel_agent_replay.core import (
     StalePolicyName,
     TapeNotFoundError,
     TapeStale,
+    project_settings,
 )
 from otel_agent_replay.instrumentation import current_replay
 from otel_agent_replay.recorder import record
@@ -92,6 +93,8 @@ class replay(Scope[ReplaySession, _Entered]):
     :param declare: side effects for tools that declared none.
     :param stale_versions: ``"error"`` fails on a tool whose version changed (default ``"warn"``).
     :param redactor: the redactor the tape was recorded with.
+    :param key_ignore: tool (or ``"*"``) → argument paths left out of its call key (``"messages[*].tool_call_id"``,
+        ``"@model_volatile"``); recorded keys are recomputed from the recorded arguments, so no re-recording.
     :param pace: ``"recorded"`` hands out a recorded stream's chunks at their recorded offsets (default
         ``"none"``: at once).
     :param network: ``"allow"`` turns off the network guard of strict replays (default ``"block"``: a
@@ -119,6 +122,7 @@ class replay(Scope[ReplaySession, _Entered]):
         declare: Mapping[str, SideEffect | SideEffectName] | None = None,
         stale_versions: StalePolicy | StalePolicyName | None = None,
         redactor: Redactor | None = None,
+        key_ignore: Mapping[str, Iterable[str]] | None = None,
         pace: Pace | PaceName | None = None,
         network: NetworkPolicy | NetworkPolicyName | None = None,
         allow_hosts: Iterable[str] | None = None,
@@ -139,6 +143,7 @@ class replay(Scope[ReplaySession, _Entered]):
             "declare": declare,
             "stale_versions": stale_versions,
             "redactor": redactor,
+            "key_ignore": key_ignore,
             "pace": pace,
             "network": network,
             "allow_hosts": allow_hosts,
@@ -158,18 +163,19 @@ class replay(Scope[ReplaySession, _Entered]):
 
     def _start(self) -> tuple[ReplaySession, _Entered]:
         path = self._path()
+        options = self.options.with_project(project_settings())  # read at each start: a changed rule applies
         recorder: record | None = None
         temp: Path | None = None
-        if path is not None and self.options.records(path.exists()):
-            if self.options.record_mode == RecordMode.ALL:
+        if path is not None and options.records(path.exists()):
+            if options.record_mode == RecordMode.ALL:
                 temp = path.with_name(f".{path.name}.recording-{os.getpid()}")
-            recorder = record(temp or path, redactor=self.options.redactor)
+            recorder = record(temp or path, redactor=options.redactor, key_ignore=options.key_ignore)
             recorder.__enter__()
-            session = ReplaySession(self.options, None, str(path), recording=True)
+            session = ReplaySession(options, None, str(path), recording=True)
         else:
             tape = self.source if isinstance(self.source, Tape) else self._load(path)
             self._check_age(tape)
-            session = ReplaySession(self.options, tape, tape.path, recording=False)
+            session = ReplaySession(options, tape, tape.path, recording=False)
         token = current_replay.set(session)
         if session.network_guard is not None:
             network.install()

@@ -8,6 +8,7 @@ it for every decorated call while it is active.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as _dt
 import functools
 import inspect
@@ -21,7 +22,7 @@ from typing import Any, cast
 import orjson
 from opentelemetry.trace import INVALID_SPAN, Link, SpanContext, TraceFlags
 
-from otel_agent_replay.capture import Capture, CapturedResult, capture_args
+from otel_agent_replay.capture import Capture, CapturedArgs, CapturedResult, KeyRules, capture_args, key_from_json
 from otel_agent_replay.comparison import RunView
 from otel_agent_replay.core import (
     ConfigurationError,
@@ -120,7 +121,7 @@ class ReplaySession:
         self._stub_all = options.side_effect_policy == SideEffectPolicy.STUB
         self._new_episodes = self.mode == RecordMode.NEW_EPISODES
         self._pace = options.pace_policy == Pace.RECORDED
-        self.capture = Capture(redactor=options.redactor)
+        self.capture = Capture(redactor=options.redactor, keys=KeyRules(options.key_ignore))
         self.ledger = Ledger()
         self._lock = threading.Lock()
         self._queue: list[Run] = list(select_runs(tape, options)) if tape is not None else []
@@ -501,6 +502,14 @@ class ReplaySession:
             raise ReplayError(f"this replay of {self.tape_path} has ended; call doubles inside its block")
         bound, state = self._binding()
         prep = prepare(spec, state, args, kwargs)
+        patterns = self.capture.keys.for_tool(spec.name, spec.key_ignore)
+        if patterns != prep.captured.key_ignore:  # the rules in force here, not the live run's recording's
+            captured = prep.captured
+            key = self.capture.keys.key(spec.name, captured.value, patterns) if patterns else None
+            key = key or key_from_json(spec.name, captured.json)
+            prep = dataclasses.replace(prep, captured=CapturedArgs(captured.json, key, captured.value, patterns))
+        if bound.index is not None:
+            bound.index.rekey(spec.name, patterns, self.capture.keys)
         try:
             decision = self._decide(spec, bound, prep)
         except ReplayDivergence as exc:

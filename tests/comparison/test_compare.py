@@ -188,3 +188,18 @@ def test_a_different_tool_at_an_aligned_step(base: Path) -> None:
     )
     (tool_change,) = compare(run, renamed).of_kind("tool")
     assert tool_change.step == "lookup#1" and (tool_change.left, tool_change.right) == ("lookup", "lookup_v2")
+
+
+def test_the_default_policy_ignores_the_volatile_model_fields(tmp_path: Path) -> None:
+    @model_call(provider="test")
+    def chat(model: str, messages: list[dict[str, str]], user: str) -> dict[str, object]:
+        return {"id": "x", "created": int(user[-1]), "system_fingerprint": f"fp_{user}", "choices": [{"text": "hi"}]}
+
+    tapes = []
+    for n in (1, 2):
+        path = tmp_path / f"{n}.jsonl"
+        with record(path), agent_run("a"):
+            chat("m", [{"role": "tool", "tool_call_id": f"call_{n}", "content": "x"}], user=f"u{n}")
+        tapes.append(path)
+    assert compare(*tapes).same
+    assert not compare(*tapes, Policy(ignore=())).same
