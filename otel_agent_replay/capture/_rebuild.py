@@ -75,11 +75,48 @@ def describe(value: object) -> tuple[Description, list[str]]:
     tuple's or set's items), ``v`` (of a dict's values, by key), ``k`` (of its non-string keys),
     ``f`` (of a dataclass's fields). Never raises.
     """
+    if is_plain_json(value):
+        return None, []
     lossy: list[str] = []
     try:
         return _describe(value, 0, lossy), lossy
     except Exception:
         return None, [class_name(type(value))]
+
+
+_SCALARS = frozenset(_PLAIN)
+_SCALARS_AND_CONTAINERS = _SCALARS | {dict, list}
+_STR = frozenset({str})
+
+
+def is_plain_json(value: object) -> bool:
+    """Whether a value is made only of dict (str keys), list, str, int, float, bool and None.
+
+    The common case of results, checked with set operations over each container's item types
+    (C loops), not a Python call per item.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        items: Any
+        if kind is dict:
+            if not _STR.issuperset(map(type, item)):  # type: ignore[call-overload]
+                return False
+            items = item.values()  # type: ignore[attr-defined]
+        elif kind is list:
+            items = item
+        elif kind in _SCALARS:
+            continue
+        else:
+            return False
+        kinds = set(map(type, items))
+        if kinds <= _SCALARS:
+            continue
+        if not kinds <= _SCALARS_AND_CONTAINERS:
+            return False
+        stack.extend(x for x in items if type(x) is dict or type(x) is list)
+    return True
 
 
 def _items(values: cabc.Iterable[object], depth: int, lossy: list[str]) -> list[Description] | None:
@@ -203,6 +240,8 @@ def rebuild(value: JSONValue, hint: Any = None, desc: Description = None) -> Any
     Where the hint says nothing specific (absent, ``Any``, ``object``, an ambiguous union) the
     description recorded at the same place decides; where both are silent the JSON is returned.
     """
+    if desc is None and json_only(hint):
+        return value  # plain JSON, and the hint asks for nothing JSON does not already give
     try:
         return _rebuild(value, hint, desc, 0)
     except Exception:
@@ -213,6 +252,37 @@ def rebuild(value: JSONValue, hint: Any = None, desc: Description = None) -> Any
 
 
 _NONE_TYPE = type(None)
+_JSON_ORIGINS = (list, dict, cabc.Sequence, cabc.MutableSequence, cabc.Mapping, cabc.MutableMapping, typing.Union)
+_json_only_cache: dict[Any, bool] = {}
+
+
+def json_only(hint: Any) -> bool:
+    """Whether a type hint asks only for what JSON data already is (``dict[str, Any]``, ``list[int]`` …)."""
+    try:
+        known = _json_only_cache.get(hint)
+    except TypeError:  # an unhashable hint
+        return False
+    if known is None:
+        known = _json_only_cache[hint] = _is_json_only(hint, 0)
+    return known
+
+
+def _is_json_only(hint: Any, depth: int) -> bool:
+    if depth > 8:
+        return False
+    if hint is None or hint is Any or hint is object or hint in _PLAIN:
+        return True
+    origin = typing.get_origin(hint)
+    if origin is typing.Literal:
+        return True
+    if hasattr(types, "UnionType") and origin is types.UnionType:
+        origin = typing.Union
+    if origin in _JSON_ORIGINS:
+        args = typing.get_args(hint)
+        if origin in (dict, cabc.Mapping, cabc.MutableMapping) and args and args[0] is not str:
+            return False
+        return all(_is_json_only(a, depth + 1) for a in args)
+    return hint in (list, dict)
 
 
 def _rebuild(value: Any, hint: Any, desc: Description, depth: int) -> Any:
@@ -364,10 +434,7 @@ def _bytes(value: Any) -> bytes:
 def _dataclass(value: Any, cls: type, desc: Description, depth: int) -> Any:
     if not isinstance(value, dict):
         raise RebuildError(f"{cls.__qualname__} from {type(value).__name__}")
-    try:
-        hints = typing.get_type_hints(cls)
-    except Exception:
-        hints = {}
+    hints = _field_hints(cls)
     kwargs: dict[str, Any] = {}
     late: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
@@ -379,6 +446,21 @@ def _dataclass(value: Any, cls: type, desc: Description, depth: int) -> Any:
     for name, built in late.items():
         object.__setattr__(obj, name, built)
     return obj
+
+
+_hints_cache: dict[type, dict[str, Any]] = {}
+
+
+def _field_hints(cls: type) -> dict[str, Any]:
+    """A dataclass's resolved field types, once per class (``get_type_hints`` is slow)."""
+    hints = _hints_cache.get(cls)
+    if hints is None:
+        try:
+            hints = typing.get_type_hints(cls)
+        except Exception:
+            hints = {}
+        _hints_cache[cls] = hints
+    return hints
 
 
 def _by_desc(value: Any, desc: Description, depth: int) -> Any:

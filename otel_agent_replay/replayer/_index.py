@@ -50,6 +50,10 @@ class RunIndex:
         self._stale = frozenset(s.tool for s in self.steps if s.attributes.get(A.KEY_IGNORE))
         """Tools with steps recorded under key rules: their keys are recomputed even without rules now."""
 
+    def keyed_otherwise(self, tool: str, patterns: tuple[str, ...]) -> bool:
+        """Whether the tool's recorded keys were not made with these rules (a cheap check, no lock)."""
+        return self._keyed.get(tool, () if tool not in self._stale else None) != patterns
+
     def rekey(self, tool: str, patterns: tuple[str, ...], rules: KeyRules) -> None:
         """Recompute the recorded keys of a tool's steps from their recorded arguments with these rules.
 

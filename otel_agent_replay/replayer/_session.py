@@ -502,14 +502,16 @@ class ReplaySession:
             raise ReplayError(f"this replay of {self.tape_path} has ended; call doubles inside its block")
         bound, state = self._binding()
         prep = prepare(spec, state, args, kwargs)
-        patterns = self.capture.keys.for_tool(spec.name, spec.key_ignore)
+        keys = self.capture.keys
+        patterns = keys.for_tool(spec.name, spec.key_ignore) if spec.key_ignore or keys else ()
         if patterns != prep.captured.key_ignore:  # the rules in force here, not the live run's recording's
             captured = prep.captured
             key = self.capture.keys.key(spec.name, captured.value, patterns) if patterns else None
             key = key or key_from_json(spec.name, captured.json)
             prep = dataclasses.replace(prep, captured=CapturedArgs(captured.json, key, captured.value, patterns))
-        if bound.index is not None:
-            bound.index.rekey(spec.name, patterns, self.capture.keys)
+        index = bound.index
+        if index is not None and index.keyed_otherwise(spec.name, patterns):
+            index.rekey(spec.name, patterns, keys)
         try:
             decision = self._decide(spec, bound, prep)
         except ReplayDivergence as exc:
@@ -738,7 +740,10 @@ def _as_recorded(decision: _Decision) -> CapturedResult | None:
     step = decision.step
     if decision.how != "tape" or decision.has_override or step is None or step.result_json is None:
         return None
-    return CapturedResult(step.result_json, step.result_sha256, step.result_truncated)
+    type_json = step.attributes.get(A.RESULT_TYPE)
+    return CapturedResult(
+        step.result_json, step.result_sha256, step.result_truncated, type_json if isinstance(type_json, str) else None
+    )
 
 
 def _offsets(text: Any) -> list[int]:

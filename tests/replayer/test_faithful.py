@@ -443,3 +443,17 @@ def test_many_results_in_one_run_keep_their_types(tape: Path) -> None:
     with replay(tape), agent_run("a"):
         again = [day(n) for n in range(3)]
     assert _same(live, again) and next(counter) == 3  # the tool ran only when recording
+
+
+def test_a_replay_recorded_again_keeps_the_types(tape: Path, tmp_path: Path) -> None:
+    @tool(side_effect="read_only")
+    def when() -> Any:
+        return (dt.date(2025, 1, 31), Color.RED)
+
+    with record(tape), agent_run("a"):
+        live = when()
+    again_tape = tmp_path / "replayed.jsonl"
+    with record(again_tape), replay(tape), agent_run("a"):
+        when()
+    with replay(again_tape), agent_run("a"):
+        assert _same(when(), live)  # the replay's own spans carry the types too
