@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from helpers.counting_server import counting_server
 
 from otel_agent_replay.pytest_plugin import safe_name
 
@@ -140,3 +141,37 @@ def test_order_{i}(agent_tape):
     replayed = pytester.runpytest_subprocess("-n", "2")
     replayed.assert_outcomes(passed=7)
     assert sorted(_live_calls(pytester)) == sorted(["lookup o-17", *(f"lookup o-{i}" for i in range(6))])
+
+
+NETWORK_AGENT = """
+import socket
+import pytest
+from otel_agent_replay import agent_run, tool
+
+@tool(side_effect="read_only")
+def lookup(order_id: str) -> dict:
+    return {"order": order_id}
+
+@pytest.mark.agent_tape(allow_hosts=[])
+def test_undecorated_call(agent_tape):
+    with agent_run("support"):
+        lookup("o-1")
+        if PORT:
+            socket.create_connection(("127.0.0.1", PORT), timeout=2).close()
+
+PORT = 0
+"""
+
+
+def test_the_plugins_strict_replays_have_the_network_guard_on(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_agent=NETWORK_AGENT)
+    pytester.runpytest_subprocess("--agent-record-mode=once").assert_outcomes(passed=1)
+    with counting_server() as server:
+        pytester.makepyfile(test_agent=NETWORK_AGENT.replace("PORT = 0", f"PORT = {server.port}"))
+        result = pytester.runpytest_subprocess()
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines([f"*NetworkBlocked*127.0.0.1:{server.port}*"])
+        assert server.connections == 0
+        recorded = pytester.runpytest_subprocess("--agent-record-mode=all")  # recording: no guard
+        recorded.assert_outcomes(passed=1)
+        assert server.connections == 1
