@@ -72,6 +72,16 @@ CASES: dict[str, tuple[Any, Any]] = {
 }
 
 
+def _returning(value: Any, annotation: Any) -> Callable[..., Any]:
+    """A tool body ``(query) -> value`` annotated with ``annotation`` (the value is not an argument)."""
+
+    def produce(query: str) -> Any:
+        return value
+
+    produce.__annotations__["return"] = annotation
+    return produce
+
+
 def best(op: Callable[[], object], n: int) -> float:
     """µs per call: the fastest of REPS repetitions of ``n`` calls."""
     times = []
@@ -90,11 +100,7 @@ def main() -> int:
         for label, (value, annotation) in CASES.items():
             path = os.path.join(folder, f"{abs(hash(label))}.jsonl")
 
-            def produce(query: str, _value: Any = value) -> Any:
-                return _value
-
-            produce.__annotations__["return"] = annotation
-            fn = tool(name="search", side_effect="read_only")(produce)
+            fn = tool(name="search", side_effect="read_only")(_returning(value, annotation))
             n = 400
             with record(path), agent_run("a"):
                 for _ in range(n * REPS + 50):

@@ -477,7 +477,10 @@ def _by_desc(value: Any, desc: Description, depth: int) -> Any:
     if kind == "dict" and isinstance(value, dict):
         return {_by_desc(k, _sub(desc, "k", k), d): _by_desc(v, _sub(desc, "v", k), d) for k, v in value.items()}
     if kind in _SIMPLE_BY_NAME:
-        return _by_class(_exact(value, desc), _SIMPLE_BY_NAME[kind], None, depth)
+        try:
+            return _by_class(_exact(value, desc), _SIMPLE_BY_NAME[kind], None, depth)
+        except Exception:  # a redacted value ("[REDACTED]") stays as the tape has it; the rest is rebuilt
+            return value
     if kind == "int":
         return int(value)
     if kind == "float":

@@ -175,3 +175,11 @@ def test_the_plugins_strict_replays_have_the_network_guard_on(pytester: pytest.P
         recorded = pytester.runpytest_subprocess("--agent-record-mode=all")  # recording: no guard
         recorded.assert_outcomes(passed=1)
         assert server.connections == 1
+
+
+def test_the_tapes_folder_comes_from_pyproject(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_agent=AGENT)
+    pytester.makefile(".toml", pyproject='[tool.otel-agent-replay]\ntapes_dir = "fixtures/tapes"\n')
+    pytester.runpytest_subprocess("--agent-record-mode=once").assert_outcomes(passed=1)
+    assert (pytester.path / "fixtures" / "tapes" / "test_agent" / "test_order_agent.jsonl").exists()
+    assert not (pytester.path / "tapes").exists()

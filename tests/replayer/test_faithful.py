@@ -457,3 +457,15 @@ def test_a_replay_recorded_again_keeps_the_types(tape: Path, tmp_path: Path) -> 
         when()
     with replay(again_tape), agent_run("a"):
         assert _same(when(), live)  # the replay's own spans carry the types too
+
+
+def test_a_redacted_value_stays_redacted_and_the_rest_is_rebuilt(tape: Path) -> None:
+    @tool(side_effect="read_only")
+    def session() -> Any:
+        return {"api_key": b"sk-secret-bytes", "expires": dt.date(2025, 2, 1), "ids": (1, 2)}
+
+    with record(tape), agent_run("a"):
+        session()
+    with replay(tape), agent_run("a"):
+        again = session()
+    assert again == {"api_key": "[REDACTED]", "expires": dt.date(2025, 2, 1), "ids": (1, 2)}
