@@ -174,6 +174,25 @@ class ReplaySession:
                 ignore=spec.ignore if spec else (),
             )
         final = spec
+        if final.stream == "sync":
+
+            @functools.wraps(original)
+            def stream_double(*args: Any, **kwargs: Any) -> Iterator[Any]:
+                return (yield from self.stream(final, original, args, kwargs))
+
+            return stream_double
+        if final.stream == "async":
+
+            @functools.wraps(original)
+            async def async_stream_double(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+                source = cast(AsyncGenerator[Any, None], self.stream_async(final, original, args, kwargs))
+                try:
+                    async for chunk in source:
+                        yield chunk
+                finally:
+                    await source.aclose()
+
+            return async_stream_double
         if final.is_async:
 
             @functools.wraps(original)

@@ -172,3 +172,14 @@ def test_a_tool_called_between_chunks_is_not_nested_under_the_stream(tape: Path)
     assert [s.step_id for s in steps] == ["numbers#1", "look#1", "look#2"]
     stream = steps[0]
     assert all(s.parent_span_id != stream.span_id for s in steps[1:])
+
+
+def test_a_double_of_a_generator_tool_streams_too(tape: Path) -> None:
+    RAN.clear()
+    with record(tape), agent_run("a"):
+        live = list(numbers(3))
+    with replay(tape) as session, agent_run("a"):
+        double = session.double(numbers)
+        assert inspect.isgeneratorfunction(double)
+        assert list(double(3)) == live
+    assert RAN == ["numbers"]
