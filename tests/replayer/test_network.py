@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx
 import pytest
 import requests
@@ -132,6 +133,9 @@ def test_blocked_in_an_asyncio_task(recorded: Path) -> None:
         task = asyncio.create_task(fetch())
         with pytest.raises(NetworkBlocked):
             await task
+        async with aiohttp.ClientSession() as http:
+            with pytest.raises(NetworkBlocked):
+                await http.get(f"http://127.0.0.1:{port}/")
         async with httpx.AsyncClient() as client:
             # anyio (under httpx's async client) races connection attempts in a task group, so the
             # agent sees the guard's error inside an ExceptionGroup; the replay still ends with it.
@@ -144,7 +148,7 @@ def test_blocked_in_an_asyncio_task(recorded: Path) -> None:
             ping()
             asyncio.run(agent(server.port))
         assert _served_nothing(server)
-    assert session.stats.blocked_connections == 2
+    assert session.stats.blocked_connections == 3
 
 
 def test_a_non_loopback_address_is_blocked_before_connect(recorded: Path) -> None:
