@@ -31,6 +31,7 @@ from ._pipeline import (
     usage_tokens,
 )
 from ._rebuild import (
+    UNNAMED,
     Description,
     class_name,
     describe,
@@ -46,6 +47,7 @@ __all__ = [
     "DEFAULT_REDACTOR",
     "NO_RULES",
     "PRESET_TOKEN",
+    "UNNAMED",
     "VOLATILE_MODEL_FIELDS",
     "Binder",
     "BlobStore",

@@ -67,8 +67,20 @@ def _is_model(value: object) -> bool:
 # --- record side ------------------------------------------------------------------------------
 
 
+class _Lossy(list[str]):
+    """The types found that cannot come back as themselves; ``unnamed``: classes defined inside a
+    function, which replay cannot find by name (only a return annotation can rebuild them)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.unnamed: list[str] = []
+
+
 def describe(value: object) -> tuple[Description, list[str]]:
     """The type description of a value, and the types in it that cannot come back as themselves.
+
+    A class defined inside a function is listed as ``"<name> (defined inside a function)"``: only a
+    return annotation or ``result_type=`` can rebuild it (see ``unnamed_suffix``).
 
     None means the value is plain JSON and comes back as it is. Otherwise a JSON object with
     ``t`` (the kind) and, as needed, ``c`` (a class name), ``i`` (the descriptions of a list's,
@@ -77,9 +89,10 @@ def describe(value: object) -> tuple[Description, list[str]]:
     """
     if is_plain_json(value):
         return None, []
-    lossy: list[str] = []
+    lossy = _Lossy()
     try:
-        return _describe(value, 0, lossy), lossy
+        desc = _describe(value, 0, lossy)
+        return desc, [*lossy, *(f"{name}{UNNAMED}" for name in dict.fromkeys(lossy.unnamed))]
     except Exception:
         return None, [class_name(type(value))]
 
@@ -119,12 +132,12 @@ def is_plain_json(value: object) -> bool:
     return True
 
 
-def _items(values: cabc.Iterable[object], depth: int, lossy: list[str]) -> list[Description] | None:
+def _items(values: cabc.Iterable[object], depth: int, lossy: _Lossy) -> list[Description] | None:
     descs = [_describe(v, depth + 1, lossy) for v in values]
     return descs if any(d is not None for d in descs) else None
 
 
-def _describe(value: object, depth: int, lossy: list[str]) -> Description:
+def _describe(value: object, depth: int, lossy: _Lossy) -> Description:
     cls = type(value)
     if cls in _PLAIN:
         return None
@@ -132,6 +145,7 @@ def _describe(value: object, depth: int, lossy: list[str]) -> Description:
         lossy.append("nesting deeper than 64")
         return None
     if isinstance(value, enum.Enum):
+        _named(cls, lossy)
         return {"t": "enum", "c": class_name(cls)}
     if isinstance(value, list) and cls is list:
         items = _items(value, depth, lossy)
@@ -160,16 +174,26 @@ def _describe(value: object, depth: int, lossy: list[str]) -> Description:
         return None
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = {f.name: _describe(getattr(value, f.name), depth + 1, lossy) for f in dataclasses.fields(value)}
+        _named(cls, lossy)
         out: dict[str, Any] = {"t": "dataclass", "c": class_name(cls)}
         kept = {k: d for k, d in fields.items() if d is not None}
         if kept:
             out["f"] = kept
         return out
     if _is_model(value):
+        _named(cls, lossy)
         return {"t": "model", "c": class_name(cls)}
     # Subclasses of the plain types, named tuples, other objects: JSON keeps their data, not their type.
     lossy.append(class_name(cls))
     return None
+
+
+UNNAMED = " (defined inside a function)"
+
+
+def _named(cls: type, lossy: _Lossy) -> None:
+    if "<locals>" in cls.__qualname__:
+        lossy.unnamed.append(class_name(cls))
 
 
 def _set_order(item: object) -> bytes:
@@ -184,7 +208,7 @@ def _with_items(kind: str, items: list[Description] | None) -> Description:
     return out
 
 
-def _describe_dict(value: dict[Any, Any], depth: int, lossy: list[str]) -> Description:
+def _describe_dict(value: dict[Any, Any], depth: int, lossy: _Lossy) -> Description:
     values: dict[str, Description] = {}
     keys: dict[str, Description] = {}
     for key, item in value.items():

@@ -20,6 +20,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
 from otel_agent_replay.capture import (
+    UNNAMED,
     CapturedArgs,
     CapturedResult,
     Redactor,
@@ -84,7 +85,12 @@ class StepInFlight:
             if captured.type_json is not None:
                 attrs[A.RESULT_TYPE] = captured.type_json
             if captured.lossy:
-                warn_lossy(self.spec, captured.lossy)
+                lossy = captured.lossy
+                hint = self.spec.result_hint()
+                if hint is not None and hint is not Any and hint is not object:  # it names what replay cannot look up
+                    lossy = tuple(t for t in lossy if not t.endswith(UNNAMED))
+                if lossy:
+                    warn_lossy(self.spec, lossy)
             if captured.truncated:
                 attrs[A.RESULT_TRUNCATED] = True
                 attrs[A.RESULT_SHA256] = captured.sha256 or ""

@@ -469,3 +469,26 @@ def test_a_redacted_value_stays_redacted_and_the_rest_is_rebuilt(tape: Path) -> 
     with replay(tape), agent_run("a"):
         again = session()
     assert again == {"api_key": "[REDACTED]", "expires": dt.date(2025, 2, 1), "ids": (1, 2)}
+
+
+def test_a_class_defined_inside_a_function_warns_unless_annotated(tape: Path) -> None:
+    @dataclasses.dataclass
+    class Inner:
+        n: int
+
+    @tool(side_effect="read_only")
+    def unannotated() -> Any:
+        return Inner(1)
+
+    @tool(side_effect="read_only", result_type=Inner)
+    def annotated() -> Any:
+        return Inner(2)
+
+    with record(tape), agent_run("a"), pytest.warns(TapeWarning) as caught:
+        unannotated()
+        annotated()
+    (message,) = [str(w.message) for w in caught]
+    assert "'unannotated'" in message and "Inner (defined inside a function)" in message
+    with replay(tape), agent_run("a"):
+        assert unannotated() == {"n": 1}  # its JSON: replay cannot find the class by name
+        assert annotated() == Inner(2)
