@@ -310,7 +310,7 @@ def _is_json_only(hint: Any, depth: int) -> bool:
 
 
 def _rebuild(value: Any, hint: Any, desc: Description, depth: int) -> Any:
-    if depth > _MAX_DEPTH:
+    if depth > _MAX_DEPTH or (desc is None and json_only(hint)):
         return value
     if hint is None or hint is Any or hint is object or isinstance(hint, (str, typing.ForwardRef)):
         return _by_desc(value, desc, depth)
