@@ -111,9 +111,10 @@ def test_loopback_is_allowed_by_default_and_the_server_counts_it(recorded: Path,
     assert session.stats.blocked_connections == 0
 
 
-def test_blocked_in_a_worker_thread_given_a_copy_of_the_context(recorded: Path) -> None:
+@pytest.mark.parametrize("client", CLIENTS)
+def test_blocked_in_a_worker_thread_given_a_copy_of_the_context(recorded: Path, client: str) -> None:
     with counting_server() as server:
-        call = _clients(server.port)["httpx"]
+        call = _clients(server.port)[client]
         with pytest.raises(NetworkBlocked), replay(recorded, allow_hosts=[]) as session, agent_run("a"):
             ping()
             with ThreadPoolExecutor(1) as pool:
