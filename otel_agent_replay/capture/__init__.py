@@ -16,6 +16,7 @@ from ._canonical import (
     make_binder,
     normalize,
 )
+from ._keys import NO_RULES, PRESET_TOKEN, VOLATILE_MODEL_FIELDS, KeyRules, expand
 from ._payload import BlobStore, Limits
 from ._pipeline import (
     DEFAULT_CAPTURE,
@@ -29,18 +30,34 @@ from ._pipeline import (
     messages_json,
     usage_tokens,
 )
+from ._rebuild import (
+    UNNAMED,
+    Description,
+    class_name,
+    describe,
+    exception_facts,
+    loaded_class,
+    rebuild,
+    rebuild_exception_as,
+)
 from ._redact import DEFAULT_REDACTOR, KEY_PLACEHOLDER, PII_NAMES, Redactor
 
 __all__ = [
     "DEFAULT_CAPTURE",
     "DEFAULT_REDACTOR",
     "KEY_PLACEHOLDER",
+    "NO_RULES",
     "PII_NAMES",
+    "PRESET_TOKEN",
+    "UNNAMED",
+    "VOLATILE_MODEL_FIELDS",
     "Binder",
     "BlobStore",
     "Capture",
     "CapturedArgs",
     "CapturedResult",
+    "Description",
+    "KeyRules",
     "Limits",
     "Redactor",
     "bind_arguments",
@@ -49,12 +66,19 @@ __all__ = [
     "capture_json",
     "capture_result",
     "capture_value",
+    "class_name",
     "context_parameters",
+    "describe",
     "dumps_canonical",
+    "exception_facts",
+    "expand",
     "hash_text",
     "key_from_json",
+    "loaded_class",
     "make_binder",
     "messages_json",
     "normalize",
+    "rebuild",
+    "rebuild_exception_as",
     "usage_tokens",
 ]

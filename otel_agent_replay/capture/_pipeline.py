@@ -15,7 +15,9 @@ from typing import Any
 import orjson
 
 from ._canonical import JSONValue, dumps_canonical, json_text, key_from_json, normalize, to_jsonable
+from ._keys import NO_RULES, KeyRules
 from ._payload import BlobStore, Limits, cap_json, shorten_strings
+from ._rebuild import describe
 from ._redact import DEFAULT_REDACTOR, Redactor
 
 
@@ -26,6 +28,8 @@ class Capture:
     redactor: Redactor = DEFAULT_REDACTOR
     limits: Limits = field(default_factory=Limits)
     blobs: BlobStore | None = None
+    keys: KeyRules = NO_RULES
+    """Paths left out of call keys, per tool (``key_ignore``)."""
 
 
 DEFAULT_CAPTURE = Capture()
@@ -38,6 +42,8 @@ class CapturedArgs:
     json: str
     call_key: str
     value: JSONValue
+    key_ignore: tuple[str, ...] = ()
+    """The paths left out of the call key (the tape keeps them in the arguments)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +54,16 @@ class CapturedResult:
     sha256: str | None
     """sha256 of the full redacted JSON, when the result was shortened."""
     truncated: bool
+    type_json: str | None = None
+    """The result's type description as JSON (``rebuild.describe``), None for plain JSON."""
+    lossy: tuple[str, ...] = ()
+    """Types in the result that cannot come back from the tape as themselves."""
 
 
-def capture_args(tool: str, bound: Mapping[str, Any], capture: Capture) -> CapturedArgs:
-    """Canonical, redacted arguments and their call key."""
+def capture_args(
+    tool: str, bound: Mapping[str, Any], capture: Capture, key_ignore: tuple[str, ...] = ()
+) -> CapturedArgs:
+    """Canonical, redacted arguments and their call key (without the paths the key rules leave out)."""
     value = normalize(to_jsonable(bound))
     text = dumps_canonical(value)
     if capture.redactor.may_redact(text):
@@ -61,6 +73,10 @@ def capture_args(tool: str, bound: Mapping[str, Any], capture: Capture) -> Captu
         value, cut = shorten_strings(value, capture.limits.max_string)
         if cut:
             text = dumps_canonical(value)
+    if key_ignore or capture.keys:
+        patterns = capture.keys.for_tool(tool, key_ignore)
+        if patterns:
+            return CapturedArgs(text, capture.keys.key(tool, value, patterns), value, patterns)
     return CapturedArgs(json=text, call_key=key_from_json(tool, text), value=value)
 
 
@@ -95,18 +111,20 @@ def capture_result(result: object, capture: Capture) -> CapturedResult:
     blob store is configured, the full redacted JSON is stored there under that hash.
     """
     full = redacted_json(result, capture)
+    desc, lossy = describe(result)
+    type_json = None if desc is None else orjson.dumps(desc).decode("utf-8")
     limits = capture.limits
     if len(full) <= limits.max_string:  # no string inside can be longer than the whole text
-        return CapturedResult(json=full, sha256=None, truncated=False)
+        return CapturedResult(full, None, False, type_json, tuple(lossy))
     short, cut = shorten_strings(orjson.loads(full), limits.max_string)
     text = orjson.dumps(short).decode("utf-8") if cut else full
     text, capped = cap_json(text, limits.max_result_bytes)
     if not (cut or capped):
-        return CapturedResult(json=full, sha256=None, truncated=False)
+        return CapturedResult(full, None, False, type_json, tuple(lossy))
     digest = hashlib.sha256(full.encode("utf-8")).hexdigest()
     if capture.blobs is not None:
         capture.blobs.put(full)
-    return CapturedResult(json=text, sha256=digest, truncated=True)
+    return CapturedResult(text, digest, True, type_json, tuple(lossy))
 
 
 def usage_tokens(result: object) -> tuple[int | None, int | None]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from otel_agent_replay.core import DivergenceKind
+from otel_agent_replay.core import DivergenceKind, project_settings
 from otel_agent_replay.tape import Run, Step, Tape, load_tape
 
 from ._diff import ABSENT, Difference
@@ -37,8 +37,16 @@ DEFAULT_IGNORE: tuple[str, ...] = (
     "*prompt_tokens",
     "*completion_tokens",
     "*total_tokens",
+    # the volatile fields of model requests and answers (capture's VOLATILE_MODEL_FIELDS for call keys)
+    "args.user",
+    "*tool_call_id",
+    "*tool_calls[[]*[]].id",
+    "*.created",
+    "*system_fingerprint",
 )
-"""Paths ignored by default: timestamps, request and trace ids, token counts."""
+"""Paths ignored by default: timestamps, request and trace ids, token counts, and the volatile fields of
+model calls (the end user, tool-call ids minted per run, ``created``, ``system_fingerprint``). The
+``compare_ignore`` list of ``[tool.otel-agent-replay]`` in pyproject.toml adds to it."""
 
 # The order in which kinds are reported: behaviour first, then data.
 KIND_ORDER: tuple[DivergenceKind, ...] = (
@@ -166,7 +174,9 @@ def _runs(source: RunSource) -> tuple[tuple[Run, ...], str]:
 
 def compare(a: RunSource, b: RunSource, policy: Policy | None = None) -> Comparison:
     """Compare two runs (recorded vs replayed, version A vs B); tapes are compared run by run."""
-    policy = policy or Policy()
+    if policy is None:
+        extra = project_settings().compare_ignore
+        policy = Policy(ignore=DEFAULT_IGNORE + extra) if extra else Policy()
     left_runs, left_name = _runs(a)
     right_runs, right_name = _runs(b)
     found: list[Difference] = []

@@ -11,8 +11,12 @@ from ._choices import (
     MissPolicyName,
     ModelPolicy,
     ModelPolicyName,
+    NetworkPolicy,
+    NetworkPolicyName,
     OutsidePolicy,
     OutsidePolicyName,
+    Pace,
+    PaceName,
     RecordMode,
     RecordModeName,
     SideEffect,
@@ -29,6 +33,7 @@ from ._errors import (
     AgentReplayWarning,
     ConfigurationError,
     EndpointError,
+    NetworkBlocked,
     OtlpWarning,
     RecordedToolError,
     RecordingWarning,
@@ -46,8 +51,10 @@ from ._errors import (
     TapeStale,
     TapeUnused,
     TapeWarning,
+    UnknownAgent,
 )
 from ._files import MAX_BLOB_BYTES, MAX_LINE_BYTES, open_regular, read_regular
+from ._project import ProjectSettings, find_pyproject, project_settings
 from ._scope import Scope
 from ._version import __version__
 
@@ -65,9 +72,15 @@ __all__ = [
     "MissPolicyName",
     "ModelPolicy",
     "ModelPolicyName",
+    "NetworkBlocked",
+    "NetworkPolicy",
+    "NetworkPolicyName",
     "OtlpWarning",
     "OutsidePolicy",
     "OutsidePolicyName",
+    "Pace",
+    "PaceName",
+    "ProjectSettings",
     "RecordMode",
     "RecordModeName",
     "RecordedToolError",
@@ -94,9 +107,12 @@ __all__ = [
     "TapeStale",
     "TapeUnused",
     "TapeWarning",
+    "UnknownAgent",
     "__version__",
     "attributes",
     "choice",
+    "find_pyproject",
     "open_regular",
+    "project_settings",
     "read_regular",
 ]

@@ -81,6 +81,24 @@ class ModelPolicy(Choice):
     LIVE = "live"
 
 
+class Pace(Choice):
+    """How a replay hands out a recorded stream's chunks."""
+
+    NONE = "none"
+    """At once."""
+    RECORDED = "recorded"
+    """At the offsets they arrived at when recorded."""
+
+
+class NetworkPolicy(Choice):
+    """Whether a strict replay lets the agent's code open connections to hosts not allowed."""
+
+    BLOCK = "block"
+    """Outgoing connections to hosts not in ``allow_hosts`` raise ``NetworkBlocked``."""
+    ALLOW = "allow"
+    """No guard."""
+
+
 class StalePolicy(Choice):
     """What a replay does when a tool's version changed since recording."""
 
@@ -101,9 +119,10 @@ class DivergenceKind(Choice):
     """One vocabulary for what differs: a replay's report and ``compare``'s differences.
 
     A replay reports ``drift``, ``miss``, ``out_of_bounds``, ``refused``, ``unused``, ``stale``,
-    ``expired``, ``run_count`` and ``order``; ``compare`` reports ``run_count`` and the kinds from
-    ``task`` to ``output``, in the order listed (behaviour before data). ``order``: two steps that ran
-    one after the other on one side ran the other way round on the other side.
+    ``expired``, ``run_count``, ``order``, ``blocked`` (a connection the network guard stopped) and
+    ``agent`` (a run whose agent the tape does not have); ``compare`` reports ``run_count`` and the
+    kinds from ``task`` to ``output``, in the order listed (behaviour before data). ``order``: two
+    steps that ran one after the other on one side ran the other way round on the other side.
     """
 
     DRIFT = "drift"
@@ -115,6 +134,8 @@ class DivergenceKind(Choice):
     STALE = "stale"
     EXPIRED = "expired"
     RUN_COUNT = "run_count"
+    BLOCKED = "blocked"
+    AGENT = "agent"
     TASK = "task"
     INPUT = "input"
     STEP_MISSING = "step_missing"
@@ -136,6 +157,8 @@ ModelPolicyName = Literal["tape", "live"]
 OutsidePolicyName = Literal["refuse", "read_only"]
 StalePolicyName = Literal["warn", "error"]
 MissPolicyName = Literal["raise", "error_result"]
+PaceName = Literal["none", "recorded"]
+NetworkPolicyName = Literal["block", "allow"]
 
 C = TypeVar("C", bound=Choice)
 

@@ -82,6 +82,26 @@ class TapeStale(ReplayDivergence):
     kind = "stale"
 
 
+class NetworkBlocked(ReplayDivergence):
+    """A strict replay stopped an outgoing connection to a host that is not allowed, before any byte went out.
+
+    ``host`` and ``port`` say where the agent's code tried to connect.
+    """
+
+    kind = "blocked"
+
+    def __init__(self, message: str, *, host: str = "", port: int | None = None) -> None:
+        self.host = host
+        self.port = port
+        super().__init__(message)
+
+
+class UnknownAgent(ReplayDivergence):
+    """A live run's agent has no recorded run on the tape (the message names the agents it has)."""
+
+    kind = "agent"
+
+
 class RecordedToolError(ReplayError):
     """A recorded tool failure whose exception type cannot be rebuilt safely, raised again on replay."""
 

@@ -97,6 +97,18 @@ EXPIRES_AT: Final = "agent_replay.expires_at"
 FUNCTION: Final = "agent_replay.function"
 MODEL_ARGUMENTS: Final = "agent_replay.model.arguments"
 MODEL_RESULT: Final = "agent_replay.model.result"
+RESULT_TYPE: Final = "agent_replay.result_type"
+"""JSON: what the result's JSON cannot say about its type (a tuple, a datetime, a dataclass), for replay
+to give back the same type; absent when the result is plain JSON."""
+ERROR_ARGS: Final = "agent_replay.error.args"
+"""JSON array: the args of the exception a failed step raised (redacted)."""
+ERROR_ATTRIBUTES: Final = "agent_replay.error.attributes"
+"""JSON object: the exception's public attributes that are plain JSON (``status_code``, ``code``), redacted."""
+KEY_IGNORE: Final = "agent_replay.key_ignore"
+"""JSON array: the paths left out of this step's call key when it was recorded (``key_ignore``)."""
+STREAM_OFFSETS: Final = "agent_replay.stream.offsets_ns"
+"""JSON array: for a streamed step (a generator), each chunk's offset from the step's start in ns; the
+result is the array of chunks."""
 
 # --- content: what the GenAI convention switch keeps from remote backends ----------
 CONTENT_ATTRIBUTES: Final = frozenset(

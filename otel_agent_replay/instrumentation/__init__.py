@@ -26,8 +26,10 @@ from ._steps import (
     start_step,
     step_attributes,
 )
+from ._streams import Chunks, record_stream, record_stream_async
 
 __all__ = [
+    "Chunks",
     "Prepared",
     "RunHandle",
     "RunState",
@@ -47,6 +49,8 @@ __all__ = [
     "positive_seconds",
     "prepare",
     "record_error",
+    "record_stream",
+    "record_stream_async",
     "recording_ended",
     "recording_started",
     "replay_ended",

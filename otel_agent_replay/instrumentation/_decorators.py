@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from typing import Any, TypeVar, cast, overload
 
 from otel_agent_replay.core import SideEffect, SideEffectName, StepKind
@@ -18,7 +18,8 @@ from ._outside import ACTIVE_REPLAYS, refuse_outside
 from ._runs import RunHandle, agent_run
 from ._runtime import current_recording, current_replay
 from ._spec import SPEC_ATTRIBUTE, ToolSpec, make_spec, tool_spec
-from ._steps import _begin
+from ._steps import begin_step
+from ._streams import record_stream, record_stream_async
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -26,7 +27,38 @@ __all__ = ["RunHandle", "ToolSpec", "agent_run", "model_call", "tool", "tool_spe
 
 
 def _wrap(fn: F, spec: ToolSpec) -> F:
-    if spec.is_async:
+    if spec.stream == "sync":
+
+        @functools.wraps(fn)
+        def stream_wrapper(*args: Any, **kwargs: Any) -> Iterator[Any]:
+            session = current_replay.get()
+            if session is not None:
+                return (yield from session.stream(spec, fn, args, kwargs))
+            if ACTIVE_REPLAYS and current_recording.get() is None:
+                refuse_outside(spec)  # a replay is active, but not in this context: fail closed
+            return (yield from record_stream(spec, fn, args, kwargs))
+
+        wrapper: Callable[..., Any] = stream_wrapper
+    elif spec.stream == "async":
+
+        @functools.wraps(fn)
+        async def async_stream_wrapper(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+            session = current_replay.get()
+            if session is None and ACTIVE_REPLAYS and current_recording.get() is None:
+                refuse_outside(spec)  # a replay is active, but not in this context: fail closed
+            source = (
+                session.stream_async(spec, fn, args, kwargs)
+                if session is not None
+                else record_stream_async(spec, fn, args, kwargs)
+            )
+            try:
+                async for chunk in source:
+                    yield chunk
+            finally:
+                await source.aclose()  # type: ignore[attr-defined]
+
+        wrapper = async_stream_wrapper
+    elif spec.is_async:
         async_fn = cast(Callable[..., Awaitable[Any]], fn)
 
         @functools.wraps(fn)
@@ -37,7 +69,7 @@ def _wrap(fn: F, spec: ToolSpec) -> F:
                 return await session.call_async(spec, async_fn, args, kwargs)
             if ACTIVE_REPLAYS and current_recording.get() is None:
                 refuse_outside(spec)  # a replay is active, but not in this context: fail closed
-            step = _begin(spec, args, kwargs)  # call_recorded_async, inlined (one frame less)
+            step = begin_step(spec, args, kwargs)  # call_recorded_async, inlined (one frame less)
             if step is None:
                 return await async_fn(*args, **kwargs)
             try:
@@ -48,7 +80,7 @@ def _wrap(fn: F, spec: ToolSpec) -> F:
             step.finish(result)
             return result
 
-        wrapper: Callable[..., Any] = async_wrapper
+        wrapper = async_wrapper
     else:
 
         @functools.wraps(fn)
@@ -61,7 +93,7 @@ def _wrap(fn: F, spec: ToolSpec) -> F:
                 refuse_outside(spec)  # a replay is active, but not in this context: fail closed
             # call_recorded, inlined: the agent's function runs one frame below this one, so a
             # recursive tool keeps as much of the recursion limit as it can (see docs/design.md)
-            step = _begin(spec, args, kwargs)
+            step = begin_step(spec, args, kwargs)
             if step is None:
                 return fn(*args, **kwargs)
             try:
@@ -87,6 +119,8 @@ def tool(
     version: str | None = None,
     ttl: float | _dt.timedelta | None = None,
     ignore: Iterable[str] = (),
+    result_type: Any = None,
+    key_ignore: Iterable[str] = (),
 ) -> Callable[[F], F]: ...
 def tool(
     fn: F | None = None,
@@ -97,6 +131,8 @@ def tool(
     version: str | None = None,
     ttl: float | _dt.timedelta | None = None,
     ignore: Iterable[str] = (),
+    result_type: Any = None,
+    key_ignore: Iterable[str] = (),
 ) -> F | Callable[[F], F]:
     """Record each call of a tool function as an ``execute_tool`` step.
 
@@ -104,7 +140,11 @@ def tool(
     ``side_effect`` (``"read_only"``, ``"write"`` or ``"external"``; undeclared is
     treated as not read-only), ``version`` (the tool_version), ``ttl`` (seconds or a
     timedelta; sets ``agent_replay.expires_at``), ``ignore`` (parameters left out of the
-    call key and the tape). Works on sync and async functions and on methods.
+    call key and the tape), ``result_type`` (the type a replay rebuilds results as; default: the
+    return annotation), ``key_ignore`` (argument paths left out of the call key, such as
+    ``"messages[*].tool_call_id"``; ``"@model_volatile"`` names the volatile model-request
+    fields; the tape keeps them). Works on sync and async functions, generators (one step,
+    chunk by chunk) and methods.
     """
 
     def decorate(f: F) -> F:
@@ -112,12 +152,18 @@ def tool(
         if inner is not None:  # decorated twice: one step, not two; the outer options win
             f = f.__wrapped__  # type: ignore[attr-defined]
             return decorate_spec(f, inner)
-        return _wrap(
+        spec = make_spec(
             f,
-            make_spec(
-                f, name=name, kind=StepKind.TOOL, side_effect=side_effect, version=version, ttl=ttl, ignore=ignore
-            ),
+            name=name,
+            kind=StepKind.TOOL,
+            side_effect=side_effect,
+            version=version,
+            ttl=ttl,
+            ignore=ignore,
+            result_type=result_type,
+            key_ignore=key_ignore,
         )
+        return _wrap(f, spec)
 
     def decorate_spec(f: F, inner: ToolSpec) -> F:
         spec = make_spec(
@@ -130,6 +176,8 @@ def tool(
             ignore=tuple(ignore) or tuple(inner.ignore),
             provider=inner.provider,
             model=inner.model,
+            result_type=result_type if result_type is not None else inner.result_type,
+            key_ignore=tuple(key_ignore) or inner.key_ignore,
         )
         return _wrap(f, spec)
 
@@ -146,6 +194,8 @@ def model_call(
     name: str | None = None,
     version: str | None = None,
     ignore: Iterable[str] = (),
+    result_type: Any = None,
+    key_ignore: Iterable[str] = (),
 ) -> Callable[[F], F]: ...
 def model_call(
     fn: F | None = None,
@@ -156,11 +206,16 @@ def model_call(
     name: str | None = None,
     version: str | None = None,
     ignore: Iterable[str] = (),
+    result_type: Any = None,
+    key_ignore: Iterable[str] = (),
 ) -> F | Callable[[F], F]:
     """Record each call of a function that calls a model as a ``chat {model}`` step.
 
     ``provider`` and ``model`` name the service (``model`` defaults to a ``model``
-    argument of the call). Token usage is read from the result's ``usage``.
+    argument of the call). Token usage is read from the result's ``usage``. ``result_type``: the
+    type a replay rebuilds results as (default: the return annotation). A generator or async
+    generator (a streamed answer) is one step, chunk by chunk. ``key_ignore``: argument
+    paths left out of the call key (``"@model_volatile"``: the volatile fields of model requests).
     """
 
     def decorate(f: F) -> F:
@@ -177,6 +232,8 @@ def model_call(
             ignore=ignore,
             provider=provider,
             model=model,
+            result_type=result_type,
+            key_ignore=key_ignore,
         )
         return _wrap(f, spec)
 

@@ -176,7 +176,7 @@ class agent_run(Scope[RunHandle, _Entered]):
         links: list[Link] = []
         replay_run: object | None = None
         if session is not None:
-            extra, links, replay_run = session.begin_run(self.agent_name, run_id)
+            extra, links, replay_run = session.begin_run(self.agent_name, run_id, attrs.get(A.INPUT_HASH))
             attrs.update(extra)
         undo: list[Callable[[], None]] = []
         if joined:

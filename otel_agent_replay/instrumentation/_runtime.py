@@ -9,7 +9,7 @@ of the context falls back to the only run active in the process, if there is exa
 from __future__ import annotations
 
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -143,7 +143,17 @@ class ReplayHook(Protocol):
         self, spec: Any, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any: ...
 
-    def begin_run(self, agent_name: str, run_id: str) -> tuple[dict[str, Any], list[Link], object]: ...
+    def stream(
+        self, spec: Any, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Iterator[Any]: ...
+
+    def stream_async(
+        self, spec: Any, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> AsyncIterator[Any]: ...
+
+    def begin_run(
+        self, agent_name: str, run_id: str, input_hash: str | None = None
+    ) -> tuple[dict[str, Any], list[Link], object]: ...
 
     def end_run(self, output: object, span: Span) -> None:
         """The run ends with ``output``; its ``span`` is still open (it ends right after)."""

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import collections.abc as cabc
 import datetime as _dt
 import inspect
+import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_agent_replay.capture import DEFAULT_REDACTOR, Binder, context_parameters, make_binder
+from otel_agent_replay.capture import DEFAULT_REDACTOR, Binder, context_parameters, expand, make_binder
 from otel_agent_replay.core import (
     DECLARABLE_SIDE_EFFECTS,
     ConfigurationError,
@@ -39,6 +41,14 @@ class ToolSpec:
     model: str | None = None
     receiver: str | None = None
     """The parameter that carries the object a method is called on (``self``), for its target."""
+    result_type: Any = None
+    """The type results are rebuilt as at replay (``result_type=``); None: the return annotation."""
+    key_ignore: tuple[str, ...] = ()
+    """Argument paths left out of the call key (``key_ignore=``; the tape keeps them)."""
+    stream: str | None = None
+    """``sync`` or ``async`` for a generator or async-generator function (one step, chunk by chunk)."""
+    function: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
+    """The decorated function, for its return annotation."""
     binder: Binder = field(init=False, compare=False, repr=False)
     """Binds a call to the signature (see ``canonical.make_binder``); made from the fields above."""
     # Derived once, so the step path compares a bool and writes plain strings (an enum's class
@@ -51,8 +61,11 @@ class ToolSpec:
     """The ``agent_replay.side_effect`` every step carries: the declaration, ``undeclared`` spelled
     out, and ``read_only`` for a model step that declared nothing."""
 
+    _hint: list[Any] = field(init=False, compare=False, repr=False)
+
     def __post_init__(self) -> None:
         put = object.__setattr__
+        put(self, "_hint", [])
         put(self, "binder", make_binder(self.signature, self.leave_out))
         put(self, "is_llm", self.kind == StepKind.LLM)
         put(self, "kind_value", self.kind.value)
@@ -62,10 +75,47 @@ class ToolSpec:
             effect = SideEffect.READ_ONLY.value if self.is_llm else SideEffect.UNDECLARED.value
         put(self, "side_effect_value", effect)
 
+    def result_hint(self) -> Any:
+        """The type a result (a stream: each chunk) is rebuilt as: ``result_type``, else the return annotation.
+
+        Read when first needed (annotations may name classes defined after the decorator ran);
+        None when there is neither or the annotation cannot be resolved.
+        """
+        if self._hint:
+            return self._hint[0]
+        hint = self.result_type
+        if hint is None and self.function is not None:
+            try:
+                hint = typing.get_type_hints(self.function).get("return")
+            except Exception:
+                hint = None
+            if hint is not None and self.stream is not None:
+                hint = _chunk_type(hint)
+        self._hint.append(hint)
+        return hint
+
     @property
     def read_only(self) -> bool:
         """True only for tools that declared ``side_effect="read_only"``."""
         return self.side_effect == SideEffect.READ_ONLY
+
+
+_STREAMS = (
+    cabc.Iterator,
+    cabc.Iterable,
+    cabc.Generator,
+    cabc.AsyncIterator,
+    cabc.AsyncIterable,
+    cabc.AsyncGenerator,
+)
+
+
+def _chunk_type(hint: Any) -> Any:
+    """``Iterator[T]``, ``Generator[T, ...]``, ``AsyncIterator[T]`` … → ``T``; anything else → None."""
+    if typing.get_origin(hint) in _STREAMS:
+        args = typing.get_args(hint)
+        return args[0] if args else None
+    return None
 
 
 def tool_spec(fn: object) -> ToolSpec | None:
@@ -95,6 +145,8 @@ def make_spec(
     ignore: Iterable[str],
     provider: str | None = None,
     model: str | None = None,
+    result_type: Any = None,
+    key_ignore: Iterable[str] = (),
 ) -> ToolSpec:
     """Check a tool's declaration and build its spec (``ConfigurationError`` when invalid)."""
     if not callable(fn):
@@ -129,4 +181,8 @@ def make_spec(
         provider=redact(provider) if provider else provider,
         model=redact(model) if model else model,
         receiver=params[0] if is_method and params and params[0] == "self" else None,
+        result_type=result_type,
+        key_ignore=expand((key_ignore,) if isinstance(key_ignore, str) else key_ignore),
+        stream="sync" if inspect.isgeneratorfunction(fn) else "async" if inspect.isasyncgenfunction(fn) else None,
+        function=fn,
     )

@@ -7,6 +7,9 @@ recorded one, so a replay's spans are a full record of the replayed behaviour.
 from __future__ import annotations
 
 import datetime as _dt
+import threading
+import warnings
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,16 +20,18 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
 from otel_agent_replay.capture import (
+    UNNAMED,
     CapturedArgs,
     CapturedResult,
     Redactor,
     capture_args,
     capture_result,
     capture_value,
+    exception_facts,
     messages_json,
     usage_tokens,
 )
-from otel_agent_replay.core import __version__
+from otel_agent_replay.core import TapeWarning, __version__
 from otel_agent_replay.core import attributes as A
 
 from ._runtime import RunState, StepIds, active_run, current_recording, current_run, current_step
@@ -80,6 +85,15 @@ class StepInFlight:
                 response_model = _response_model(result)
                 if response_model is not None:
                     attrs[A.GEN_AI_RESPONSE_MODEL] = response_model
+            if captured.type_json is not None:
+                attrs[A.RESULT_TYPE] = captured.type_json
+            if captured.lossy:
+                lossy = captured.lossy
+                hint = self.spec.result_hint()
+                if hint is not None and hint is not Any and hint is not object:  # it names what replay cannot look up
+                    lossy = tuple(t for t in lossy if not t.endswith(UNNAMED))
+                if lossy:
+                    warn_lossy(self.spec, lossy)
             if captured.truncated:
                 attrs[A.RESULT_TRUNCATED] = True
                 attrs[A.RESULT_SHA256] = captured.sha256 or ""
@@ -94,9 +108,40 @@ class StepInFlight:
             self._close()
 
 
+_warned: set[tuple[str, str]] = set()
+_warned_lock = threading.Lock()
+
+
+def warn_lossy(spec: ToolSpec, types: Sequence[str]) -> None:
+    """Warn once per tool and type that a result cannot come back from the tape as itself."""
+    with _warned_lock:
+        fresh = [t for t in dict.fromkeys(types) if (spec.name, t) not in _warned]
+        _warned.update((spec.name, t) for t in fresh)
+    if not fresh:
+        return
+    what = "model function" if spec.is_llm else "tool"
+    warnings.warn(
+        f"{what} {spec.name!r} returned {', '.join(fresh)}, which a replay cannot give back as itself (the tape "
+        "keeps its data as JSON, not its type): return a dataclass, a pydantic model or JSON data, or annotate "
+        f"the return type / pass result_type= to @{'model_call' if spec.is_llm else 'tool'} with a type replay "
+        "can rebuild",
+        TapeWarning,
+        stacklevel=5,
+    )
+
+
 def record_error(span: Span, exc: BaseException, redactor: Redactor) -> None:
-    """Status ERROR and an ``exception`` event, with the message redacted."""
+    """Status ERROR and an ``exception`` event, with the message redacted; the args and JSON-able
+    attributes of the exception beside it (redacted), so a replay can raise it again as itself."""
     message = redactor.redact_text(str(exc))
+    try:
+        args, attrs = exception_facts(exc)
+        facts: dict[str, Any] = {A.ERROR_ARGS: orjson.dumps(redactor(args)).decode("utf-8")}
+        if attrs:
+            facts[A.ERROR_ATTRIBUTES] = orjson.dumps(redactor(attrs)).decode("utf-8")
+        span.set_attributes(facts)
+    except Exception:  # an exception that cannot be described is still recorded by type and message
+        pass
     span.add_event(
         A.EXCEPTION_EVENT,
         {A.EXCEPTION_TYPE: f"{type(exc).__module__}.{type(exc).__qualname__}", A.EXCEPTION_MESSAGE: message},
@@ -123,7 +168,7 @@ def prepare(spec: ToolSpec, run: RunState, args: tuple[Any, ...], kwargs: dict[s
     Raises ``TypeError`` exactly as the call itself would when the arguments do not fit.
     """
     bound = spec.binder(args, kwargs)
-    captured = capture_args(spec.name, bound, run.capture)
+    captured = capture_args(spec.name, bound, run.capture, spec.key_ignore)
     in_context = current_run.get() is run
     enclosing = current_step.get() if in_context else None
     target = None
@@ -165,6 +210,8 @@ def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]
     attrs[A.CALL_KEY] = captured.call_key
     if prep.target is not None:
         attrs[A.TARGET] = prep.target
+    if captured.key_ignore:
+        attrs[A.KEY_IGNORE] = orjson.dumps(captured.key_ignore).decode("utf-8")
     if spec.version is not None:
         attrs[A.TOOL_VERSION] = spec.version
     if spec.ttl is not None:
@@ -193,10 +240,13 @@ def start_step(spec: ToolSpec, prep: Prepared, links: Sequence[Link] = ()) -> St
     return StepInFlight(spec, run, prep.ids, span, undo)
 
 
-def _begin(spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepInFlight | None:
+def begin_step(spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepInFlight | None:
     """Start a recorded step, or return None when there is no run to record it in."""
     run = active_run()
     if run is None:
+        recording = current_recording.get()
+        if recording is not None:
+            _warn_outside_run(spec, recording)
         return None
     try:
         prep = prepare(spec, run, args, kwargs)
@@ -214,6 +264,29 @@ def _response_model(result: object) -> str | None:
     return model if isinstance(model, str) and model else None
 
 
+_outside: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+
+
+def _warn_outside_run(spec: ToolSpec, recording: object) -> None:
+    """A call inside ``record()`` but outside any ``agent_run`` is not on the tape: say so, once per tool."""
+    with _warned_lock:
+        try:
+            names = _outside.setdefault(recording, set())
+        except TypeError:  # not weakly referable: warn every time rather than never
+            names = set()
+        if spec.name in names:
+            return
+        names.add(spec.name)
+    where = getattr(recording, "path", "the tape")
+    warnings.warn(
+        f"{spec.name!r} was called inside record({str(where)!r}) but outside any agent_run, so it is not on the "
+        f'tape (a step belongs to a run): wrap the agent\'s code in `with agent_run("<agent name>"):` '
+        "(or decorate its entry point with @agent_run(...))",
+        TapeWarning,
+        stacklevel=5,
+    )
+
+
 def _model_from_args(value: object) -> str | None:
     if isinstance(value, dict):
         model = value.get("model")
@@ -225,7 +298,7 @@ def _model_from_args(value: object) -> str | None:
 def call_recorded(spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run the real function, as a recorded step when a run is active."""
     __tracebackhide__ = True  # pytest shows the user's frames, not ours
-    step = _begin(spec, args, kwargs)
+    step = begin_step(spec, args, kwargs)
     if step is None:
         return fn(*args, **kwargs)
     try:
@@ -242,7 +315,7 @@ async def call_recorded_async(
 ) -> Any:
     """``call_recorded`` for coroutine functions."""
     __tracebackhide__ = True  # pytest shows the user's frames, not ours
-    step = _begin(spec, args, kwargs)
+    step = begin_step(spec, args, kwargs)
     if step is None:
         return await fn(*args, **kwargs)
     try:

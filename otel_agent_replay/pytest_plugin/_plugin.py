@@ -1,11 +1,12 @@
 """The pytest plugin: each test records or replays its own tape.
 
 Options: ``--agent-record-mode`` (none, once, new_episodes, all; default none) and
-``--agent-tapes-dir``. The ``agent_tape`` fixture (configured by the marker
-``@pytest.mark.agent_tape(path=None, **replay_options)``) replays the test's tape and
-yields the replay handle; after the test body it fails the test on live calls in mode
-none, real side effects, drift and unused recorded steps (each can be switched off with
-the marker's ``fail_on_*`` options). The tape of a test is by default
+``--agent-tapes-dir`` (default: ``tapes_dir`` under ``[tool.otel-agent-replay]`` in pyproject.toml).
+The ``agent_tape`` fixture (configured by the marker
+``@pytest.mark.agent_tape(path=None, **replay_options)``) replays the test's tape (strictly by
+default, so with the network guard on) and yields the replay handle; after the test body it
+fails the test on live calls in mode none, real side effects, drift and unused recorded steps
+(each can be switched off with the marker's ``fail_on_*`` options). The tape of a test is by default
 ``tapes/<test module>/[<class>/]<test name>.jsonl`` beside the test module; its name is
 derived from the test id and sanitised, and it must resolve inside the tapes folder (a
 symlinked folder cannot take it elsewhere). One tape per test means no shared writers under
@@ -31,7 +32,14 @@ from typing import IO, Any
 
 import pytest
 
-from otel_agent_replay.core import ConfigurationError, RecordMode, ReplayDivergence, TapeNotFoundError, TapeStale
+from otel_agent_replay.core import (
+    ConfigurationError,
+    RecordMode,
+    ReplayDivergence,
+    TapeNotFoundError,
+    TapeStale,
+    project_settings,
+)
 from otel_agent_replay.replayer import Hints, ReplayOptions, ReplaySession, conform, load_tools, replay
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -140,7 +148,8 @@ def safe_name(text: str) -> str:
 
 def _tapes_root(item: pytest.Item, module: Path) -> Path:
     """The tapes folder: the option (relative to the working folder), the ini value (relative to the ini
-    file's folder), else ``tapes`` beside the test module."""
+    file's folder), ``tapes_dir`` under ``[tool.otel-agent-replay]`` in pyproject.toml, else ``tapes``
+    beside the test module."""
     config = item.config
     option = config.getoption("agent_tapes_dir")
     if option:
@@ -149,6 +158,9 @@ def _tapes_root(item: pytest.Item, module: Path) -> Path:
     if ini:
         path = Path(ini)
         return path if path.is_absolute() or config.inipath is None else config.inipath.parent / path
+    configured = project_settings(Path(str(config.rootpath))).tapes_dir
+    if configured:
+        return Path(configured)
     return module.parent / "tapes"
 
 

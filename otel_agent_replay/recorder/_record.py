@@ -17,12 +17,14 @@ side is batched and bounded, and never holds up the tape or the agent.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import tempfile
 import threading
 import uuid
 import warnings
 import weakref
+from collections.abc import Iterable, Mapping
 from contextvars import Token
 from pathlib import Path
 from typing import Union
@@ -34,8 +36,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
 from otel_agent_replay.backends import OtlpOption, OtlpProcessor, OtlpStats, otlp_processor
-from otel_agent_replay.capture import DEFAULT_REDACTOR, BlobStore, Capture, Limits, Redactor
-from otel_agent_replay.core import ConfigurationError, OtlpWarning, RecordingWarning, Scope
+from otel_agent_replay.capture import DEFAULT_REDACTOR, BlobStore, Capture, KeyRules, Limits, Redactor
+from otel_agent_replay.core import ConfigurationError, OtlpWarning, RecordingWarning, Scope, project_settings
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import (
     current_recording,
@@ -262,6 +264,8 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
     evidence store as its run span ends (idempotent, as ``Store.ingest``); a store given as a
     path or URL is opened on entry and closed on exit. A store that cannot be opened or written
     never raises into the agent: a ``RecordingWarning`` says what failed, and the tape has the run.
+    ``key_ignore``: tool (or ``"*"``) → argument paths left out of its call keys (the tape keeps
+    them), on top of the tool's own ``key_ignore=`` and ``[tool.otel-agent-replay.key_ignore]``.
     """
 
     def __init__(
@@ -278,6 +282,7 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         otlp_content: bool | None = None,
         otlp_flush_timeout: float = 5.0,
         store: StoreOption = None,
+        key_ignore: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         super().__init__()
         if store is not None and not isinstance(store, (Store, str, os.PathLike)):
@@ -294,6 +299,7 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         if limits.max_string < 16 or limits.max_result_bytes < 64:
             raise ConfigurationError(f"size caps too small: {limits}; max_string >= 16, max_result_bytes >= 64")
         blobs = BlobStore(self.path.with_name(self.path.name + ".blobs")) if store_full_payloads else None
+        self.key_ignore = dict(key_ignore or {})
         self.capture = Capture(redactor=redactor or DEFAULT_REDACTOR, limits=limits, blobs=blobs)
         self.fsync = fsync
         if not isinstance(otlp_flush_timeout, (int, float)) or otlp_flush_timeout < 0:
@@ -313,7 +319,8 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
             flush_timeout=self.otlp_flush_timeout,
         )
         exporter = TapeSpanExporter(self.path, fsync=self.fsync)
-        rec = Recording(self.path, exporter, self.capture, otlp, self._sink())
+        keys = KeyRules(project_settings().key_ignore).merged(self.key_ignore)
+        rec = Recording(self.path, exporter, dataclasses.replace(self.capture, keys=keys), otlp, self._sink())
         token = current_recording.set(rec)
         recording_started(rec)
         return rec, (rec, token)

@@ -7,18 +7,28 @@ nth call), which tells drift from a miss. Safe under threads and asyncio.
 
 from __future__ import annotations
 
-import builtins
-import sys
 import threading
 from collections import deque
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from otel_agent_replay.capture import BlobStore
+from otel_agent_replay.capture import (
+    BlobStore,
+    Description,
+    KeyRules,
+    dumps_canonical,
+    key_from_json,
+    loaded_class,
+    normalize,
+    rebuild,
+    rebuild_exception_as,
+)
 from otel_agent_replay.comparison import Difference, json_changes
 from otel_agent_replay.core import RecordedToolError, StepKind, TapeFormatError, TapePayloadMissing
+from otel_agent_replay.core import attributes as A
 from otel_agent_replay.tape import Run, Step, StepError
 
 
@@ -35,6 +45,31 @@ class RunIndex:
             self._by_tool.setdefault(step.tool, []).append(step)
         self._consumed: set[int] = set()
         self._lock = threading.Lock()
+        self._keyed: dict[str, tuple[str, ...]] = {}
+        """Per tool, the key rules its recorded keys were recomputed with (absent: the recorded keys)."""
+        self._stale = frozenset(s.tool for s in self.steps if s.attributes.get(A.KEY_IGNORE))
+        """Tools with steps recorded under key rules: their keys are recomputed even without rules now."""
+
+    def keyed_otherwise(self, tool: str, patterns: tuple[str, ...]) -> bool:
+        """Whether the tool's recorded keys were not made with these rules (a cheap check, no lock)."""
+        return self._keyed.get(tool, () if tool not in self._stale else None) != patterns
+
+    def rekey(self, tool: str, patterns: tuple[str, ...], rules: KeyRules) -> None:
+        """Recompute the recorded keys of a tool's steps from their recorded arguments with these rules.
+
+        Done once per tool and rule set; without rules (and no step recorded under rules) the
+        recorded keys stand, so tapes without rules cost nothing here.
+        """
+        with self._lock:
+            if self._keyed.get(tool, () if tool not in self._stale else None) == patterns:
+                return
+            self._keyed[tool] = patterns
+            for key in [k for k, queue in self._by_key.items() if queue and queue[0].tool == tool]:
+                del self._by_key[key]
+            for step in self._by_tool.get(tool, []):
+                value = normalize(step.args)
+                key = rules.key(tool, value, patterns) if patterns else key_from_json(tool, dumps_canonical(value))
+                self._by_key.setdefault(key, deque()).append(step)
 
     def take(self, call_key: str) -> Step | None:
         """Consume and return the first unconsumed step with this key (a hit), or None."""
@@ -79,8 +114,29 @@ class RunIndex:
         return [(step, changes) for _, _, step, changes in ranked[:limit]]
 
 
-def recorded_result(step: Step, tape_path: str | None) -> Any:
-    """The recorded result, from the blob store beside the tape when it was shortened."""
+def recorded_result(step: Step, tape_path: str | None, hint: Any = None) -> Any:
+    """The recorded result rebuilt as the live call returned it (see ``capture.rebuild``).
+
+    The type comes from ``hint`` (the tool's return annotation or ``result_type=``) first, then
+    from the type description recorded beside the JSON; the JSON comes from the blob store
+    beside the tape when it was shortened.
+    """
+    return rebuild(recorded_json(step, tape_path), hint, recorded_type(step))
+
+
+def recorded_type(step: Step) -> Description:
+    """The type description recorded with a step's result (None: plain JSON, or none recorded)."""
+    text = step.attributes.get(A.RESULT_TYPE)
+    if not isinstance(text, str):
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def recorded_json(step: Step, tape_path: str | None) -> Any:
+    """The recorded result as JSON data, from the blob store beside the tape when it was shortened."""
     if not step.result_truncated:
         return step.result
     if tape_path and step.result_sha256:
@@ -98,20 +154,33 @@ def recorded_result(step: Step, tape_path: str | None) -> Any:
     )
 
 
-def rebuild_exception(error: StepError) -> BaseException:
-    """The recorded exception as its own type when that is safe, else ``RecordedToolError``.
+def rebuild_exception(error: StepError, attributes: Mapping[str, Any] | None = None) -> BaseException:
+    """The recorded exception as its own class when that is loaded, else ``RecordedToolError``.
 
-    Safe means: the type's module is already imported (nothing is imported or evaluated
-    to find it), it is a subclass of ``Exception``, and it can be built from the message.
+    The class is looked up, never imported: its module must already be in ``sys.modules``, and it
+    must be an ``Exception`` subclass. It gets the recorded ``args`` and JSON-able attributes
+    (``status_code``, ``code``) when the tape has them (tapes of this version do), else it is
+    built from the message.
     """
-    module_name, _, qualname = error.type.rpartition(".")
-    module = sys.modules.get(module_name) if module_name else builtins
-    target: Any = module
-    for part in qualname.split("."):
-        target = getattr(target, part, None) if target is not None else None
+    target = loaded_class(error.type if "." in error.type else f"builtins.{error.type}")
+    attrs = attributes or {}
+    args = _json_attr(attrs.get(A.ERROR_ARGS), list)
+    facts = _json_attr(attrs.get(A.ERROR_ATTRIBUTES), dict)
     if isinstance(target, type) and issubclass(target, Exception):
+        if args is None:
+            args = [error.message]
         try:
-            return target(error.message)
+            return rebuild_exception_as(target, args, facts or {})
         except Exception:
             pass
     return RecordedToolError(error.type, error.message)
+
+
+def _json_attr(text: Any, kind: type) -> Any:
+    if not isinstance(text, str):
+        return None
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, kind) else None

@@ -33,6 +33,7 @@ Counter = Literal[
     "runs_replayed",
     "out_of_bounds_calls",
     "outside_calls",
+    "blocked_connections",
 ]
 """The name of a replay counter, as ``stats[...]`` spells it (a contract: ``stats["live_tool_calls"]``)."""
 
@@ -74,6 +75,8 @@ class ReplayStats(Mapping[str, Any]):
     outside_calls: int = 0
     """Decorated calls made from a thread or task that did not carry the replay's context (refused unless
     ``outside_calls='read_only'`` let a read-only one run)."""
+    blocked_connections: int = 0
+    """Outgoing connections the network guard stopped (``NetworkBlocked``)."""
 
     def __getitem__(self, key: str) -> Any:
         name = _FIELD_OF.get(key)

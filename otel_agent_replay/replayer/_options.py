@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from otel_agent_replay.capture import DEFAULT_REDACTOR, Redactor
+from otel_agent_replay.capture import expand as _expand
 from otel_agent_replay.core import (
     DECLARABLE_SIDE_EFFECTS,
     ConfigurationError,
@@ -17,8 +18,13 @@ from otel_agent_replay.core import (
     MissPolicyName,
     ModelPolicy,
     ModelPolicyName,
+    NetworkPolicy,
+    NetworkPolicyName,
     OutsidePolicy,
     OutsidePolicyName,
+    Pace,
+    PaceName,
+    ProjectSettings,
     RecordMode,
     RecordModeName,
     SideEffect,
@@ -32,6 +38,12 @@ from otel_agent_replay.core import (
 from otel_agent_replay.instrumentation import positive_seconds
 
 from ._messages import API_HINTS, Hints
+
+
+def expand_paths(paths: Iterable[str]) -> tuple[str, ...]:
+    """A tool's key_ignore paths as a tuple (one string is one path; the preset token expanded)."""
+    return _expand((paths,) if isinstance(paths, str) else paths)
+
 
 Overrides = Mapping[str | tuple[str, int], Any]
 """A tool (or ``(tool, n)``: its nth call) → the value or exception served instead of the recorded result."""
@@ -84,6 +96,17 @@ class ReplayOptions:
     outside_calls: OutsidePolicy | OutsidePolicyName = OutsidePolicy.REFUSE
     """Decorated calls from a thread or task that does not carry the replay's context: ``refuse`` them all,
     or let ``read_only`` tools run live there."""
+    pace: Pace | PaceName = Pace.NONE
+    """``none`` hands out a recorded stream's chunks at once, ``recorded`` at their recorded offsets."""
+    network: NetworkPolicy | NetworkPolicyName = NetworkPolicy.BLOCK
+    """``block``: in a strict replay (mode ``none``) a connection from the replay's context to a host not in
+    ``allow_hosts`` raises ``NetworkBlocked``; ``allow`` turns the guard off."""
+    key_ignore: Mapping[str, Iterable[str]] = field(default_factory=dict)
+    """Tool (or ``"*"``) → argument paths left out of its call key, on top of the tool's own ``key_ignore=``;
+    recorded keys are recomputed from the recorded arguments with these rules."""
+    allow_hosts: Iterable[str] | None = None
+    """Hosts (names or IP addresses) the agent's code may connect to during a strict replay; None: loopback
+    (``localhost``, 127.0.0.0/8, ``::1``); an empty list blocks loopback too."""
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # normalising in a frozen dataclass
@@ -106,6 +129,16 @@ class ReplayOptions:
         put(self, "max_age", positive_seconds(self.max_age, "max_age"))
         if not isinstance(self.hints, Hints):
             raise ConfigurationError(f"replay(hints={self.hints!r}): give a Hints")
+        put(self, "pace", choice(Pace, self.pace, "replay", "pace"))
+        if not isinstance(self.key_ignore, Mapping):
+            raise ConfigurationError(f"replay(key_ignore={self.key_ignore!r}): give a mapping of tool → paths")
+        put(self, "key_ignore", MappingProxyType({k: expand_paths(v) for k, v in self.key_ignore.items()}))
+        put(self, "network", choice(NetworkPolicy, self.network, "replay", "network"))
+        if self.allow_hosts is not None:
+            hosts = (self.allow_hosts,) if isinstance(self.allow_hosts, str) else tuple(self.allow_hosts)
+            if not all(isinstance(h, str) and h for h in hosts):
+                raise ConfigurationError(f"replay(allow_hosts={self.allow_hosts!r}): give host names or addresses")
+            put(self, "allow_hosts", hosts)
         if not isinstance(self.redactor, Redactor):
             raise ConfigurationError(f"replay(redactor={self.redactor!r}): give a Redactor")
 
@@ -141,6 +174,16 @@ class ReplayOptions:
         return cast(OutsidePolicy, self.outside_calls)
 
     @property
+    def pace_policy(self) -> Pace:
+        """``pace`` as a ``Pace``."""
+        return cast(Pace, self.pace)
+
+    @property
+    def guards_network(self) -> bool:
+        """True when the network guard is on: a strict replay with ``network="block"``."""
+        return self.network == NetworkPolicy.BLOCK and self.record_mode == RecordMode.NONE
+
+    @property
     def declared(self) -> Mapping[str, SideEffect]:
         """``declare`` with ``SideEffect`` values."""
         return cast(Mapping[str, SideEffect], self.declare)
@@ -155,6 +198,20 @@ class ReplayOptions:
         """``max_age`` in seconds (it is normalised to seconds when the options are made)."""
         value = self.max_age
         return value.total_seconds() if isinstance(value, _dt.timedelta) else value
+
+    def with_project(self, project: ProjectSettings) -> ReplayOptions:
+        """These options with the project's ``[tool.otel-agent-replay]`` defaults under them."""
+        changes: dict[str, Any] = {}
+        if self.allow_hosts is None and project.allow_hosts is not None:
+            changes["allow_hosts"] = project.allow_hosts
+        if project.stub:
+            changes["stub"] = self.stubbed | set(project.stub)
+        if project.key_ignore:
+            merged = {tool: tuple(paths) for tool, paths in project.key_ignore.items()}
+            for tool, paths in self.key_ignore.items():
+                merged[tool] = merged.get(tool, ()) + tuple(paths)
+            changes["key_ignore"] = merged
+        return self.replace(**changes) if changes else self
 
     def replace(self, **changes: Any) -> ReplayOptions:
         """A copy with some fields changed (checked like the original)."""

@@ -24,8 +24,12 @@ from otel_agent_replay.core import (
     MissPolicyName,
     ModelPolicy,
     ModelPolicyName,
+    NetworkPolicy,
+    NetworkPolicyName,
     OutsidePolicy,
     OutsidePolicyName,
+    Pace,
+    PaceName,
     RecordMode,
     RecordModeName,
     Scope,
@@ -37,11 +41,13 @@ from otel_agent_replay.core import (
     StalePolicyName,
     TapeNotFoundError,
     TapeStale,
+    project_settings,
 )
 from otel_agent_replay.instrumentation import current_replay, replay_ended, replay_started, warn_if_replay_active
 from otel_agent_replay.recorder import record
 from otel_agent_replay.tape import Run, Tape, load_tape
 
+from . import _network as network
 from ._messages import Hints
 from ._options import Overrides, ReplayOptions
 from ._session import ReplaySession, select_runs
@@ -99,6 +105,14 @@ class replay(Scope[ReplaySession, _Entered]):
     :param outside_calls: a decorated call from a thread or task that does not carry the replay's context
         (started without ``contextvars.copy_context().run``, or before the block) is refused (``"refuse"``,
         the default); ``"read_only"`` lets read-only tools run live there.
+    :param key_ignore: tool (or ``"*"``) → argument paths left out of its call key (``"messages[*].tool_call_id"``,
+        ``"@model_volatile"``); recorded keys are recomputed from the recorded arguments, so no re-recording.
+    :param pace: ``"recorded"`` hands out a recorded stream's chunks at their recorded offsets (default
+        ``"none"``: at once).
+    :param network: ``"allow"`` turns off the network guard of strict replays (default ``"block"``: a
+        connection from the replay's context to a host not in ``allow_hosts`` raises ``NetworkBlocked``).
+    :param allow_hosts: hosts the agent's code may connect to in a strict replay (default: loopback;
+        an empty list blocks loopback too).
     """
 
     def __init__(
@@ -123,6 +137,10 @@ class replay(Scope[ReplaySession, _Entered]):
         on_miss: MissPolicy | MissPolicyName | None = None,
         hints: Hints | None = None,
         outside_calls: OutsidePolicy | OutsidePolicyName | None = None,
+        key_ignore: Mapping[str, Iterable[str]] | None = None,
+        pace: Pace | PaceName | None = None,
+        network: NetworkPolicy | NetworkPolicyName | None = None,
+        allow_hosts: Iterable[str] | None = None,
     ) -> None:
         super().__init__()
         given = {
@@ -143,6 +161,10 @@ class replay(Scope[ReplaySession, _Entered]):
             "on_miss": on_miss,
             "hints": hints,
             "outside_calls": outside_calls,
+            "key_ignore": key_ignore,
+            "pace": pace,
+            "network": network,
+            "allow_hosts": allow_hosts,
         }
         if options is not None and not isinstance(options, ReplayOptions):
             raise ConfigurationError(f"replay(options={options!r}): give a ReplayOptions (or use the keywords)")
@@ -161,20 +183,23 @@ class replay(Scope[ReplaySession, _Entered]):
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         warn_if_replay_active("replay(...)")
         path = self._path()
+        options = self.options.with_project(project_settings())  # read at each start: a changed rule applies
         recorder: record | None = None
         temp: Path | None = None
-        if path is not None and self.options.records(path.exists()):
-            if self.options.record_mode == RecordMode.ALL:
+        if path is not None and options.records(path.exists()):
+            if options.record_mode == RecordMode.ALL:
                 temp = path.with_name(f".{path.name}.recording-{os.getpid()}")
-            recorder = record(temp or path, redactor=self.options.redactor)
+            recorder = record(temp or path, redactor=options.redactor, key_ignore=options.key_ignore)
             recorder.__enter__()
-            session = ReplaySession(self.options, None, str(path), recording=True)
+            session = ReplaySession(options, None, str(path), recording=True)
         else:
             tape = self.source if isinstance(self.source, Tape) else self._load(path)
             self._check_age(tape)
-            session = ReplaySession(self.options, tape, tape.path, recording=False)
+            session = ReplaySession(options, tape, tape.path, recording=False)
             replay_started(session)
         token = current_replay.set(session)
+        if session.network_guard is not None:
+            network.install()
         return session, _Entered(session, token, recorder, temp)
 
     def _load(self, path: Path | None) -> Tape:
@@ -209,6 +234,8 @@ class replay(Scope[ReplaySession, _Entered]):
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         replay_ended(entered.session)
         current_replay.reset(entered.token)
+        if entered.session.network_guard is not None:
+            network.uninstall()
         if entered.recorder is not None:
             entered.recorder.__exit__(type(error) if error else None, error, None)
             path = self._path()

@@ -13,21 +13,33 @@ import datetime as _dt
 import functools
 import inspect
 import threading
+import time
 import warnings
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+import orjson
 from opentelemetry.trace import INVALID_SPAN, Link, Span, SpanContext, TraceFlags
 
-from otel_agent_replay.capture import Capture, CapturedResult, Limits, capture_args
+from otel_agent_replay.capture import (
+    Capture,
+    CapturedArgs,
+    CapturedResult,
+    KeyRules,
+    Limits,
+    capture_args,
+    key_from_json,
+)
 from otel_agent_replay.comparison import RunView
 from otel_agent_replay.core import (
     ConfigurationError,
     DivergenceKind,
     MissPolicy,
     ModelPolicy,
+    NetworkBlocked,
     OutsidePolicy,
+    Pace,
     RecordMode,
     ReplayDivergence,
     ReplayError,
@@ -40,9 +52,11 @@ from otel_agent_replay.core import (
     StepKind,
     TapeStale,
     TapeWarning,
+    UnknownAgent,
 )
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import (
+    Chunks,
     Prepared,
     RunState,
     StepInFlight,
@@ -53,6 +67,8 @@ from otel_agent_replay.instrumentation import (
     current_run,
     make_spec,
     prepare,
+    record_stream,
+    record_stream_async,
     start_step,
     tool_spec,
 )
@@ -63,6 +79,7 @@ from ._append import AppendedStep, Appender
 from ._index import RunIndex, rebuild_exception, recorded_result
 from ._ledger import Divergence, Ledger, ReplayStats
 from ._messages import declaration_changed, drift_error, miss_error, outside_error, refused_error, unused_error
+from ._network import NetworkGuard
 from ._options import ReplayOptions
 
 _READ_ONLY = SideEffect.READ_ONLY
@@ -137,7 +154,8 @@ class ReplaySession:
         self._stub_all = options.side_effect_policy == SideEffectPolicy.STUB
         self._new_episodes = self.mode == RecordMode.NEW_EPISODES
         self._out_of_bounds = options.miss_policy == MissPolicy.ERROR_RESULT
-        self.capture = Capture(redactor=options.redactor)
+        self._pace = options.pace_policy == Pace.RECORDED
+        self.capture = Capture(redactor=options.redactor, keys=KeyRules(options.key_ignore))
         self.ledger = Ledger()
         self._lock = threading.Lock()
         self._queue: list[Run] = list(select_runs(tape, options)) if tape is not None else []
@@ -149,6 +167,12 @@ class ReplaySession:
         self.on_run_end: Callable[[Span, object], None] | None = None
         """Called with the run span (still open: attributes and events may go on it) and the output
         as each replayed run ends; the regression run evaluates there."""
+        self.network_guard: NetworkGuard | None = (
+            NetworkGuard(options.allow_hosts, lambda: str(self.tape_path), self._blocked)
+            if options.guards_network and not recording
+            else None
+        )
+        """The network guard of a strict replay (see ``_network``), or None."""
 
     # --- the handle ------------------------------------------------------------------
 
@@ -193,6 +217,25 @@ class ReplaySession:
                 ignore=spec.ignore if spec else (),
             )
         final = spec
+        if final.stream == "sync":
+
+            @functools.wraps(original)
+            def stream_double(*args: Any, **kwargs: Any) -> Iterator[Any]:
+                return (yield from self.stream(final, original, args, kwargs))
+
+            return stream_double
+        if final.stream == "async":
+
+            @functools.wraps(original)
+            async def async_stream_double(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+                source = cast(AsyncGenerator[Any, None], self.stream_async(final, original, args, kwargs))
+                try:
+                    async for chunk in source:
+                        yield chunk
+                finally:
+                    await source.aclose()
+
+            return async_stream_double
         if final.is_async:
 
             @functools.wraps(original)
@@ -217,12 +260,21 @@ class ReplaySession:
 
     # --- runs ------------------------------------------------------------------------
 
-    def begin_run(self, agent_name: str, run_id: str) -> tuple[dict[str, Any], list[Link], object]:
+    def begin_run(
+        self, agent_name: str, run_id: str, input_hash: str | None = None
+    ) -> tuple[dict[str, Any], list[Link], object]:
+        """Bind a live run to the next recorded run of the same agent (the same input first), in recorded order.
+
+        A live run whose agent has no run on the tape fails with ``UnknownAgent`` naming the agents
+        it has; one more run of an agent than recorded is a ``run_count`` divergence (its calls miss).
+        """
         if self.recording:
             return {}, [], _RECORDING_RUN  # nothing to bind; end_run still learns the output
         with self._lock:
-            recorded = self._queue.pop(0) if self._queue else None
+            recorded = self._take_run(agent_name, input_hash)
         self.ledger.bump("runs_replayed")
+        if recorded is None and not self._has_agent(agent_name):
+            self.ledger.fail(self._unknown_agent(agent_name, run_id), "", agent_name, 0, None)
         index = (
             RunIndex(recorded, include_models=self.options.model_policy == ModelPolicy.TAPE)
             if recorded is not None
@@ -238,11 +290,42 @@ class ReplaySession:
                 agent_name,
                 0,
                 None,
-                f"the agent started run {run_id} ({agent_name}) but the tape has no more runs to replay",
+                f"the agent started run {run_id} ({agent_name}) but the tape has no more runs of {agent_name!r} "
+                "to replay",
             )
             return {A.MODE: A.MODE_REPLAY}, [], bound
         attrs: dict[str, Any] = {A.MODE: A.MODE_REPLAY, A.REPLAY_OF: recorded.run_id}
         return attrs, _links(recorded.trace_id, recorded.span_id), bound
+
+    def _take_run(self, agent_name: str, input_hash: str | None) -> Run | None:
+        """The first queued run of this agent with this input hash, else of this agent; taken off the queue.
+
+        Runs whose agent the tape does not say (foreign or incomplete runs) serve any agent, in order.
+        Called under the lock.
+        """
+        same = [n for n, run in enumerate(self._queue) if run.agent_name == agent_name]
+        if input_hash is not None:
+            same_input = [n for n in same if self._queue[n].attributes.get(A.INPUT_HASH) == input_hash]
+            same = same_input or same
+        if not same:
+            same = [n for n, run in enumerate(self._queue) if not run.agent_name]
+        return self._queue.pop(same[0]) if same else None
+
+    def _has_agent(self, agent_name: str) -> bool:
+        runs = select_runs(self.tape, self.options) if self.tape is not None else ()
+        return not runs or any(run.agent_name in (agent_name, "") for run in runs)
+
+    def _unknown_agent(self, agent_name: str, run_id: str) -> UnknownAgent:
+        runs = select_runs(self.tape, self.options) if self.tape is not None else ()
+        counts: dict[str, int] = {}
+        for run in runs:
+            counts[run.agent_name] = counts.get(run.agent_name, 0) + 1
+        agents = ", ".join(f"{name!r} ({n} run{'s' if n > 1 else ''})" for name, n in counts.items())
+        return UnknownAgent(
+            f"agent_run({agent_name!r}) (run {run_id}) has no recorded run on {self.tape_path}: the tape has runs "
+            f"of {agents}. Use the agent name the tape was recorded with, or record this agent (mode='once' "
+            "records a missing tape, mode='all' records it again)"
+        )
 
     def end_run(self, output: object, span: Span) -> None:
         """Learn a run's output (``view()`` shows the last one); then ``on_run_end``, if set."""
@@ -346,6 +429,147 @@ class ReplaySession:
         serving.done(result)
         return result
 
+    def stream(
+        self, spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Iterator[Any]:
+        """Serve one call of a generator function: the recorded chunks in order (paced on request),
+        the recorded mid-stream error after them; a consumer that stops early ends the step there."""
+        serving = self._begin_serving(spec, args, kwargs)
+        if isinstance(serving, _Recorded):
+            chunks: list[Any] = []
+            inner = cast(Generator[Any, None, None], record_stream(spec, fn, args, kwargs))
+            try:
+                for chunk in inner:
+                    chunks.append(chunk)
+                    yield chunk
+            except GeneratorExit:
+                inner.close()
+                serving.done(chunks)
+                raise
+            except BaseException as exc:
+                serving.fail(exc)
+                raise
+            serving.done(chunks)
+            return
+        served = Chunks(serving.step)
+        serving.step = None  # the chunks end the replay span
+        try:
+            if serving.decision.how == "tape":
+                recorded, offsets, error = self._stream_from_tape(serving.decision, spec)
+                for n, chunk in enumerate(recorded):
+                    if self._pace and n < len(offsets):
+                        _sleep_until(served.start, offsets[n])
+                    served.add(chunk)
+                    yield chunk
+                if error is not None:
+                    raise error
+            else:
+                undo = served.enter()
+                try:
+                    source = iter((serving.decision.fake or fn)(*args, **kwargs))
+                finally:
+                    undo()
+                while True:
+                    undo = served.enter()
+                    try:
+                        chunk = next(source)
+                    except StopIteration:
+                        break
+                    finally:
+                        undo()
+                    served.add(chunk)
+                    yield chunk
+        except GeneratorExit:
+            serving.done(served.items)
+            served.end(None)
+            raise
+        except BaseException as exc:
+            serving.fail(exc)
+            served.end(exc)
+            raise
+        serving.done(served.items)
+        served.end(None)
+
+    async def stream_async(
+        self, spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> AsyncIterator[Any]:
+        """``stream`` for async-generator functions."""
+        serving = self._begin_serving(spec, args, kwargs)
+        if isinstance(serving, _Recorded):
+            chunks: list[Any] = []
+            inner = cast(AsyncGenerator[Any, None], record_stream_async(spec, fn, args, kwargs))
+            try:
+                async for chunk in inner:
+                    chunks.append(chunk)
+                    yield chunk
+            except GeneratorExit:
+                await inner.aclose()
+                serving.done(chunks)
+                raise
+            except BaseException as exc:
+                serving.fail(exc)
+                raise
+            serving.done(chunks)
+            return
+        served = Chunks(serving.step)
+        serving.step = None
+        try:
+            if serving.decision.how == "tape":
+                recorded, offsets, error = self._stream_from_tape(serving.decision, spec)
+                for n, chunk in enumerate(recorded):
+                    if self._pace and n < len(offsets):
+                        delay = (served.start + offsets[n] - time.monotonic_ns()) / 1e9
+                        if delay > 0:
+                            await asyncio.sleep(delay)
+                    served.add(chunk)
+                    yield chunk
+                if error is not None:
+                    raise error
+            else:
+                undo = served.enter()
+                try:
+                    source = (serving.decision.fake or fn)(*args, **kwargs).__aiter__()
+                finally:
+                    undo()
+                while True:
+                    undo = served.enter()
+                    try:
+                        chunk = await source.__anext__()
+                    except StopAsyncIteration:
+                        break
+                    finally:
+                        undo()
+                    served.add(chunk)
+                    yield chunk
+        except GeneratorExit:
+            serving.done(served.items)
+            served.end(None)
+            raise
+        except BaseException as exc:
+            serving.fail(exc)
+            served.end(exc)
+            raise
+        serving.done(served.items)
+        served.end(None)
+
+    def _stream_from_tape(
+        self, decision: _Decision, spec: ToolSpec
+    ) -> tuple[list[Any], list[int], BaseException | None]:
+        """A recorded stream: its chunks rebuilt, their offsets, and the error it ended with."""
+        if decision.has_override:
+            value = decision.override
+            if isinstance(value, BaseException) or (isinstance(value, type) and issubclass(value, BaseException)):
+                return [], [], value if isinstance(value, BaseException) else value()
+            return list(value), [], None
+        step = decision.step
+        assert step is not None
+        hint = spec.result_hint()
+        data = recorded_result(step, self.tape_path, list[hint] if hint is not None else None)  # type: ignore[valid-type]
+        chunks = list(data) if isinstance(data, (list, tuple)) else ([] if data is None else [data])
+        offsets = _offsets(step.attributes.get(A.STREAM_OFFSETS))
+        error = rebuild_exception(step.error, step.attributes) if step.error is not None else None
+        return chunks, offsets, error
+
     def _begin_serving(self, spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Serving | _Recorded:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         if self.recording:
@@ -386,6 +610,16 @@ class ReplaySession:
             raise ReplayError(f"this replay of {self.tape_path} has ended; call doubles inside its block")
         bound, state = self._binding()
         prep = prepare(spec, state, args, kwargs)
+        keys = self.capture.keys
+        patterns = keys.for_tool(spec.name, spec.key_ignore) if spec.key_ignore or keys else ()
+        if patterns != prep.captured.key_ignore:  # the rules in force here, not the live run's recording's
+            captured = prep.captured
+            key = self.capture.keys.key(spec.name, captured.value, patterns) if patterns else None
+            key = key or key_from_json(spec.name, captured.json)
+            prep = dataclasses.replace(prep, captured=CapturedArgs(captured.json, key, captured.value, patterns))
+        index = bound.index
+        if index is not None and index.keyed_otherwise(spec.name, patterns):
+            index.rekey(spec.name, patterns, keys)
         try:
             decision = self._decide(spec, bound, prep)
         except ReplayDivergence as exc:
@@ -503,6 +737,11 @@ class ReplaySession:
             self._recorded_effects = found
         return found
 
+    def _blocked(self, error: NetworkBlocked) -> None:
+        self.ledger.bump("blocked_connections")
+        where = f"{error.host}:{error.port}" if error.port is not None else error.host
+        self.ledger.fail(error, "", where, 0, None)
+
     def _override(self, name: str, n: int) -> Any:
         overrides = self.options.overrides
         if not overrides:
@@ -536,7 +775,7 @@ class ReplaySession:
             self.ledger.diverge(DivergenceKind.STALE, run_id, step.tool, n, step.seq, message)
             warnings.warn(message, TapeWarning, stacklevel=4)
 
-    def _from_tape(self, decision: _Decision) -> Any:
+    def _from_tape(self, decision: _Decision, spec: ToolSpec) -> Any:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         if decision.has_override:
             value = decision.override
@@ -548,8 +787,8 @@ class ReplaySession:
         step = decision.step
         assert step is not None
         if step.error is not None:
-            raise rebuild_exception(step.error)
-        return recorded_result(step, self.tape_path)
+            raise rebuild_exception(step.error, step.attributes)
+        return recorded_result(step, self.tape_path, spec.result_hint())
 
     def _appender_for(self, decision: _Decision, bound: _ReplayRun) -> Appender | None:
         if not decision.append or self.tape_path is None or bound.index is None:
@@ -631,7 +870,7 @@ class _Serving:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         how = self.decision.how
         if how == "tape":
-            return self.session._from_tape(self.decision)
+            return self.session._from_tape(self.decision, self.spec)
         if how == "out_of_bounds":
             return dict(self.decision.override)
         return (self.decision.fake or fn)(*args, **kwargs)
@@ -685,7 +924,26 @@ def _as_recorded(decision: _Decision) -> CapturedResult | None:
     step = decision.step
     if decision.how != "tape" or decision.has_override or step is None or step.result_json is None:
         return None
-    return CapturedResult(step.result_json, step.result_sha256, step.result_truncated)
+    type_json = step.attributes.get(A.RESULT_TYPE)
+    return CapturedResult(
+        step.result_json, step.result_sha256, step.result_truncated, type_json if isinstance(type_json, str) else None
+    )
+
+
+def _offsets(text: Any) -> list[int]:
+    if not isinstance(text, str):
+        return []
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return []
+    return [int(v) for v in value if isinstance(v, (int, float))] if isinstance(value, list) else []
+
+
+def _sleep_until(start_ns: int, offset_ns: int) -> None:
+    delay = (start_ns + offset_ns - time.monotonic_ns()) / 1e9
+    if delay > 0:
+        time.sleep(delay)
 
 
 def _in_asyncio() -> bool:

@@ -54,7 +54,7 @@ from otel_agent_replay.capture._redact import (
     Redactor,
     pattern_placeholder,
 )
-from otel_agent_replay.core import ConfigurationError
+from otel_agent_replay.core import ConfigurationError, RecordingWarning
 from otel_agent_replay.core import attributes as attr
 
 # --- placeholders and value patterns ------------------------------------------------------
@@ -411,9 +411,13 @@ def test_processor_error_fails_closed_without_logging_the_message(caplog: pytest
         return data
 
     redactor = Redactor(keys=(), processors=(broken, after), defaults=False)
-    with caplog.at_level(logging.WARNING, logger="otel_agent_replay.redact"):
+    with (
+        caplog.at_level(logging.WARNING, logger="otel_agent_replay.redact"),
+        pytest.warns(RecordingWarning, match="broken raised ValueError") as warned,
+    ):
         out = redactor({"note": PLAIN_PASSWORD})
     assert out == "[REDACTED:processor_error]"
+    assert PLAIN_PASSWORD not in str(warned[0].message)
     assert calls == []
     assert "ValueError" in caplog.text
     assert PLAIN_PASSWORD not in caplog.text

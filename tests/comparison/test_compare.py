@@ -268,3 +268,18 @@ def test_a_replay_reports_an_order_swap_it_can_see(tmp_path: Path) -> None:
     with replay(tape) as gathered:
         asyncio.run(_gather_agent(policy_first=True))  # concurrent now: never an order divergence
     assert [d for d in gathered.report if d.kind == "order"] == []
+
+
+def test_the_default_policy_ignores_the_volatile_model_fields(tmp_path: Path) -> None:
+    @model_call(provider="test")
+    def chat(model: str, messages: list[dict[str, str]], user: str) -> dict[str, object]:
+        return {"id": "x", "created": int(user[-1]), "system_fingerprint": f"fp_{user}", "choices": [{"text": "hi"}]}
+
+    tapes = []
+    for n in (1, 2):
+        path = tmp_path / f"{n}.jsonl"
+        with record(path), agent_run("a"):
+            chat("m", [{"role": "tool", "tool_call_id": f"call_{n}", "content": "x"}], user=f"u{n}")
+        tapes.append(path)
+    assert compare(*tapes).same
+    assert not compare(*tapes, Policy(ignore=())).same

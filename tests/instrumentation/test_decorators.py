@@ -7,10 +7,11 @@ import inspect
 from pathlib import Path
 
 import orjson
+import pytest
 from helpers.rawtape import raw_spans, run_span_of, steps_of
 from helpers.sample_tools import fetch_doc, plain_tool, summarise
 
-from otel_agent_replay import agent_run, model_call, record, tool
+from otel_agent_replay import TapeWarning, agent_run, model_call, record, tool
 from otel_agent_replay.core import attributes as A
 
 
@@ -74,7 +75,7 @@ def test_usage_read_from_attributes_with_input_output_names(tape: Path) -> None:
     def ask(model: str, prompt: str) -> Reply:
         return Reply()
 
-    with record(tape), agent_run("a"):
+    with record(tape), agent_run("a"), pytest.warns(TapeWarning, match="'ask' returned .*Reply"):
         ask("claude-test", "hello")
     (step,) = steps_of(tape)
     assert step.name == "chat claude-test"
@@ -134,7 +135,9 @@ def test_ttl_sets_expires_at(tape: Path) -> None:
     assert dt.timedelta(minutes=59) < expires - before < dt.timedelta(minutes=61)
 
 
-def test_calls_outside_a_run_run_plainly_and_record_nothing(tape: Path) -> None:
-    with record(tape):
+def test_calls_outside_a_run_run_plainly_and_record_nothing_with_a_warning(tape: Path) -> None:
+    with record(tape), pytest.warns(TapeWarning, match="outside any agent_run.*agent_run") as caught:
         assert plain_tool(4) == 8
+        assert plain_tool(5) == 10  # once per tool and recording
+    assert len(caught) == 1 and "'plain_tool'" in str(caught[0].message)
     assert not tape.exists() or raw_spans(tape) == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 
 import pytest
+from helpers.counting_server import counting_server
 
 from otel_agent_replay.pytest_plugin import safe_name
 
@@ -215,3 +216,45 @@ def test_a_hint_names_the_test_as_typed_where_pytest_runs(pytester: pytest.Pytes
     finally:
         monkeypatch.undo()
     inner.stdout.fnmatch_lines(["*live: pytest test_agent.py::test_order_agent --agent-record-mode=once"])
+
+
+NETWORK_AGENT = """
+import socket
+import pytest
+from otel_agent_replay import agent_run, tool
+
+@tool(side_effect="read_only")
+def lookup(order_id: str) -> dict:
+    return {"order": order_id}
+
+@pytest.mark.agent_tape(allow_hosts=[])
+def test_undecorated_call(agent_tape):
+    with agent_run("support"):
+        lookup("o-1")
+        if PORT:
+            socket.create_connection(("127.0.0.1", PORT), timeout=2).close()
+
+PORT = 0
+"""
+
+
+def test_the_plugins_strict_replays_have_the_network_guard_on(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_agent=NETWORK_AGENT)
+    pytester.runpytest_subprocess("--agent-record-mode=once").assert_outcomes(passed=1)
+    with counting_server() as server:
+        pytester.makepyfile(test_agent=NETWORK_AGENT.replace("PORT = 0", f"PORT = {server.port}"))
+        result = pytester.runpytest_subprocess()
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines([f"*NetworkBlocked*127.0.0.1:{server.port}*"])
+        assert server.connections == 0
+        recorded = pytester.runpytest_subprocess("--agent-record-mode=all")  # recording: no guard
+        recorded.assert_outcomes(passed=1)
+        assert server.connections == 1
+
+
+def test_the_tapes_folder_comes_from_pyproject(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_agent=AGENT)
+    pytester.makefile(".toml", pyproject='[tool.otel-agent-replay]\ntapes_dir = "fixtures/tapes"\n')
+    pytester.runpytest_subprocess("--agent-record-mode=once").assert_outcomes(passed=1)
+    assert (pytester.path / "fixtures" / "tapes" / "test_agent" / "test_order_agent.jsonl").exists()
+    assert not (pytester.path / "tapes").exists()

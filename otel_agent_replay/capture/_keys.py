@@ -1,0 +1,117 @@
+"""Match rules: paths left out of a tool's call key (``key_ignore``).
+
+A rule is a path pattern in the syntax of ``compare``'s ``Policy``: dotted keys and ``[n]``
+indexes (``messages[0].content``), fnmatch wildcards (``*`` matches anything, dots included),
+and ``[*]`` for any index (``messages[*].tool_call_id``). Paths are relative to the arguments;
+an ``args.`` prefix is accepted. The token ``@model_volatile`` stands for ``VOLATILE_MODEL_FIELDS``.
+
+The arguments on the tape keep every field: only the call key is computed without the ignored
+paths, so a rule can change at replay without re-recording (keys are recomputed from the
+recorded arguments with the rules in force).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ._canonical import JSONValue, dumps_canonical, key_from_json
+
+VOLATILE_MODEL_FIELDS: tuple[str, ...] = (
+    "user",
+    "request_id",
+    "*.request_id",
+    "metadata.user_id",
+    "messages[*].tool_call_id",
+    "messages[*].tool_calls[*].id",
+    "input[*].call_id",
+    "created",
+    "system_fingerprint",
+)
+"""The volatile fields of the model routes' requests: the end user, request ids, tool-call ids
+minted per run, ``created`` and ``system_fingerprint`` (echoed back by some clients)."""
+
+PRESET_TOKEN = "@model_volatile"
+
+_INDEX = re.compile(r"\[(\*|\d+)\]")
+
+
+def expand(patterns: Iterable[str]) -> tuple[str, ...]:
+    """Patterns with the preset token expanded and an ``args.`` prefix dropped, deduplicated, in order."""
+    out: list[str] = []
+    for pattern in patterns:
+        for p in VOLATILE_MODEL_FIELDS if pattern == PRESET_TOKEN else (pattern,):
+            p = p[5:] if p.startswith("args.") else p
+            if p and p not in out:
+                out.append(p)
+    return tuple(out)
+
+
+def _compiled(pattern: str) -> re.Pattern[str]:
+    # ``[n]`` and ``[*]`` are indexes, not fnmatch character classes.
+    escaped = _INDEX.sub(lambda m: "[[]" + m.group(1) + "[]]", pattern)
+    return re.compile(fnmatch.translate(escaped))
+
+
+class KeyRules:
+    """The key rules in force: per tool, the paths left out of its call key."""
+
+    __slots__ = ("_compiled", "by_tool")
+
+    def __init__(self, by_tool: Mapping[str, Iterable[str]] | None = None) -> None:
+        merged: dict[str, tuple[str, ...]] = {}
+        for tool, patterns in (by_tool or {}).items():
+            given = (patterns,) if isinstance(patterns, str) else tuple(patterns)
+            merged[tool] = expand(merged.get(tool, ()) + given)
+        self.by_tool: Mapping[str, tuple[str, ...]] = merged
+        self._compiled: dict[tuple[str, ...], tuple[re.Pattern[str], ...]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.by_tool)
+
+    def merged(self, other: Mapping[str, Iterable[str]] | KeyRules | None) -> KeyRules:
+        """These rules and ``other``'s, tool by tool."""
+        extra = other.by_tool if isinstance(other, KeyRules) else (other or {})
+        combined: dict[str, tuple[str, ...]] = dict(self.by_tool)
+        for tool, patterns in extra.items():
+            given = (patterns,) if isinstance(patterns, str) else tuple(patterns)
+            combined[tool] = combined.get(tool, ()) + given
+        return KeyRules(combined)
+
+    def for_tool(self, tool: str, declared: Iterable[str] = ()) -> tuple[str, ...]:
+        """The patterns for one tool: the tool's own (``tool(key_ignore=)``), then these rules' (and ``*``'s)."""
+        return expand((*declared, *self.by_tool.get("*", ()), *self.by_tool.get(tool, ())))
+
+    def key(self, tool: str, value: JSONValue, patterns: tuple[str, ...]) -> str:
+        """The call key of canonical argument data with the paths matching ``patterns`` left out."""
+        compiled = self._compiled.get(patterns)
+        if compiled is None:
+            compiled = self._compiled[patterns] = tuple(_compiled(p) for p in patterns)
+        return key_from_json(tool, dumps_canonical(_without(value, "", compiled)))
+
+
+def _matches(path: str, compiled: tuple[re.Pattern[str], ...]) -> bool:
+    return any(c.match(path) for c in compiled)
+
+
+def _without(value: Any, path: str, compiled: tuple[re.Pattern[str], ...]) -> Any:
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            sub = f"{path}.{k}" if path else str(k)
+            if not _matches(sub, compiled):
+                out[k] = _without(v, sub, compiled)
+        return out
+    if isinstance(value, list):
+        kept = []
+        for n, v in enumerate(value):
+            sub = f"{path}[{n}]"
+            if not _matches(sub, compiled):
+                kept.append(_without(v, sub, compiled))
+        return kept
+    return value
+
+
+NO_RULES = KeyRules()

@@ -1,0 +1,185 @@
+"""Streams: a generator or async-generator tool or model function is one step, replayed chunk by chunk."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import inspect
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from helpers.rawtape import steps_of
+
+from otel_agent_replay import agent_run, load_tape, model_call, record, replay, tool
+from otel_agent_replay.core import attributes as A
+
+
+class StreamError(Exception):
+    def __init__(self, at: int) -> None:
+        super().__init__(f"stream broke after chunk {at}")
+        self.at = at
+
+
+RAN: list[str] = []
+
+
+@tool(side_effect="read_only")
+def numbers(n: int, fail_after: int = 0) -> Iterator[dict[str, Any]]:
+    RAN.append("numbers")
+    for i in range(1, n + 1):
+        yield {"i": i, "day": dt.date(2025, 1, 1) + dt.timedelta(days=i)}
+        if i == fail_after:
+            raise StreamError(i)
+
+
+@model_call(provider="test")
+async def tokens(model: str, n: int, fail_after: int = 0) -> AsyncIterator[str]:
+    RAN.append("tokens")
+    for i in range(1, n + 1):
+        await asyncio.sleep(0)
+        yield f"tok{i}"
+        if i == fail_after:
+            raise StreamError(i)
+
+
+def _sync_agent(n: int, fail_after: int = 0) -> list[Any]:
+    got: list[Any] = []
+    try:
+        for chunk in numbers(n, fail_after):
+            got.append(chunk)
+    except StreamError as e:
+        got.append(("error", e.at))
+    return got
+
+
+async def _async_agent(n: int, fail_after: int = 0) -> list[Any]:
+    got: list[Any] = []
+    try:
+        async for chunk in tokens("m", n, fail_after):
+            got.append(chunk)
+    except StreamError as e:
+        got.append(("error", e.at))
+    return got
+
+
+def test_decorated_generators_stay_generator_functions() -> None:
+    assert inspect.isgeneratorfunction(numbers)
+    assert inspect.isasyncgenfunction(tokens)
+
+
+@pytest.mark.parametrize("fail_after", [0, 10])
+def test_a_sync_generator_of_50_chunks_replays_chunk_for_chunk(tape: Path, fail_after: int) -> None:
+    RAN.clear()
+    with record(tape), agent_run("a"):
+        live = _sync_agent(50, fail_after)
+    with replay(tape), agent_run("a"):
+        offline = _sync_agent(50, fail_after)
+    assert RAN == ["numbers"]  # the generator ran once, when recorded
+    assert offline == live
+    assert len(live) == (11 if fail_after else 50)
+    assert type(offline[0]["day"]) is dt.date
+    (step,) = steps_of(tape)
+    chunks = orjson.loads(step.attrs[A.GEN_AI_TOOL_CALL_RESULT])
+    offsets = orjson.loads(step.attrs[A.STREAM_OFFSETS])
+    assert len(chunks) == len(offsets) == (10 if fail_after else 50)
+    assert offsets == sorted(offsets) and offsets[0] >= 0
+
+
+@pytest.mark.parametrize("fail_after", [0, 10])
+def test_an_async_generator_of_50_chunks_replays_chunk_for_chunk(tape: Path, fail_after: int) -> None:
+    RAN.clear()
+
+    async def recorded() -> list[Any]:
+        with record(tape), agent_run("a"):
+            return await _async_agent(50, fail_after)
+
+    async def replayed() -> list[Any]:
+        with replay(tape), agent_run("a"):
+            return await _async_agent(50, fail_after)
+
+    live = asyncio.run(recorded())
+    offline = asyncio.run(replayed())
+    assert RAN == ["tokens"]
+    assert offline == live and live[:2] == ["tok1", "tok2"]
+    assert len(live) == (11 if fail_after else 50)
+    (step,) = load_tape(tape).runs[0].steps
+    assert step.kind == "llm" and len(step.result) == (10 if fail_after else 50)
+    assert (step.error is not None) == bool(fail_after)
+
+
+def test_a_consumer_that_stops_after_3_chunks_works_on_record_and_replay(tape: Path) -> None:
+    def agent() -> list[Any]:
+        got = []
+        for chunk in numbers(50):
+            got.append(chunk["i"])
+            if len(got) == 3:
+                break
+        return got
+
+    async def async_agent() -> list[str]:
+        got = []
+        stream = tokens("m", 50)
+        async for chunk in stream:
+            got.append(chunk)
+            if len(got) == 3:
+                break
+        await stream.aclose()  # type: ignore[attr-defined]
+        return got
+
+    with record(tape), agent_run("a"):
+        live = (agent(), asyncio.run(async_agent()))
+    with replay(tape), agent_run("a"):
+        offline = (agent(), asyncio.run(async_agent()))
+    assert live == offline == ([1, 2, 3], ["tok1", "tok2", "tok3"])
+    steps = load_tape(tape).runs[0].steps
+    assert [len(s.result) for s in steps] == [3, 3]  # each step ended as recorded so far
+    assert all(s.error is None for s in steps)
+
+
+def test_pace_recorded_hands_out_chunks_at_their_recorded_offsets(tape: Path) -> None:
+    @tool(side_effect="read_only")
+    def slow(n: int) -> Iterator[int]:
+        for i in range(n):
+            time.sleep(0.05)
+            yield i
+
+    with record(tape), agent_run("a"):
+        assert list(slow(4)) == [0, 1, 2, 3]
+    started = time.monotonic()
+    with replay(tape), agent_run("a"):
+        assert list(slow(4)) == [0, 1, 2, 3]
+    at_once = time.monotonic() - started
+    started = time.monotonic()
+    with replay(tape, pace="recorded"), agent_run("a"):
+        assert list(slow(4)) == [0, 1, 2, 3]
+    paced = time.monotonic() - started
+    assert at_once < 0.1 <= 0.19 <= paced
+
+
+def test_a_tool_called_between_chunks_is_not_nested_under_the_stream(tape: Path) -> None:
+    @tool(side_effect="read_only")
+    def look(i: int) -> int:
+        return i * 10
+
+    with record(tape), agent_run("a"):
+        for chunk in numbers(2):
+            look(chunk["i"])
+    steps = load_tape(tape).runs[0].steps
+    assert [s.step_id for s in steps] == ["numbers#1", "look#1", "look#2"]
+    stream = steps[0]
+    assert all(s.parent_span_id != stream.span_id for s in steps[1:])
+
+
+def test_a_double_of_a_generator_tool_streams_too(tape: Path) -> None:
+    RAN.clear()
+    with record(tape), agent_run("a"):
+        live = list(numbers(3))
+    with replay(tape) as session, agent_run("a"):
+        double = session.double(numbers)
+        assert inspect.isgeneratorfunction(double)
+        assert list(double(3)) == live
+    assert RAN == ["numbers"]
