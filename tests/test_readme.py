@@ -101,7 +101,12 @@ def test_the_readme_commands_run_as_printed(tmp_path: Path) -> None:
     clone, project = tmp_path / "otel-agent-replay", tmp_path / "my-project"
     _fresh_clone(clone)
     project.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
+    # A new user has none of the suite's settings (CI points AGENT_REPLAY_VENV at its own venv, for one).
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME") and not k.startswith("AGENT_REPLAY_")
+    }
     # The test's own environment is not on PATH: a command that forgets `.venv/bin/` fails here as it would for a user.
     venv_bin = str(Path(sys.executable).parent)
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p and p != venv_bin)
