@@ -40,12 +40,14 @@ from otel_agent_replay.core import (
     __version__,
 )
 from otel_agent_replay.instrumentation import RunHandle, agent_run, model_call, tool
+from otel_agent_replay.integrations import MODEL_ROUTES, HttpRoute
 from otel_agent_replay.recorder import Recording, record
 from otel_agent_replay.replayer import Divergence, ReplayOptions, ReplaySession, ReplayStats, replay
 from otel_agent_replay.store import Store, open_store
 from otel_agent_replay.tape import Run, Step, StepError, Tape, load_tape
 
 __all__ = [
+    "MODEL_ROUTES",
     "AgentReplayError",
     "AgentReplayWarning",
     "Comparison",
@@ -54,6 +56,7 @@ __all__ = [
     "Divergence",
     "DivergenceKind",
     "EndpointError",
+    "HttpRoute",
     "Limits",
     "ModelPolicy",
     "OtlpWarning",

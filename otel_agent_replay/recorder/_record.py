@@ -17,6 +17,7 @@ import os
 import threading
 import warnings
 import weakref
+from collections.abc import Iterable
 from contextvars import Token
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from otel_agent_replay.capture import DEFAULT_REDACTOR, BlobStore, Capture, Limi
 from otel_agent_replay.core import ConfigurationError, OtlpWarning, RecordingWarning, Scope
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import current_recording
+from otel_agent_replay.integrations import HttpActivation, HttpRoute, activate
 
 
 class Recording:
@@ -45,6 +47,8 @@ class Recording:
         self.otlp = otlp
         """The OTLP side of this recording, or None when its spans go to the tape only."""
         self.open = True
+        self.http: HttpActivation | None = None
+        """The patched HTTP transports this recording holds (``record(http_models=False)``: None)."""
 
     @property
     def stats(self) -> ExporterStats:
@@ -166,6 +170,8 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         otlp: OtlpOption = None,
         otlp_content: bool | None = None,
         otlp_flush_timeout: float = 5.0,
+        http_models: bool = True,
+        http_routes: Iterable[HttpRoute] = (),
     ) -> None:
         super().__init__()
         self.path = Path(path)
@@ -186,6 +192,8 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         self.otlp = otlp
         self.otlp_content = otlp_content
         self.otlp_flush_timeout = float(otlp_flush_timeout)
+        self.http_models = http_models
+        self.http_routes = tuple(http_routes)
 
     def _start(self) -> tuple[Recording, tuple[Recording, Token[object | None]]]:
         provider = ensure_provider()
@@ -199,10 +207,13 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         exporter = TapeSpanExporter(self.path, fsync=self.fsync)
         rec = Recording(self.path, exporter, self.capture, otlp)
         token = current_recording.set(rec)
+        rec.http = activate(self.http_routes) if self.http_models else None
         return rec, (rec, token)
 
     def _stop(self, entered: tuple[Recording, Token[object | None]], error: BaseException | None) -> None:
         rec, token = entered
+        if rec.http is not None:
+            rec.http.close()
         current_recording.reset(token)
         rec.open = False
         rec.exporter.force_flush()

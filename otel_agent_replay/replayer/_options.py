@@ -26,6 +26,7 @@ from otel_agent_replay.core import (
     choice,
 )
 from otel_agent_replay.instrumentation import positive_seconds
+from otel_agent_replay.integrations import HttpRoute
 
 Overrides = Mapping[str | tuple[str, int], Any]
 """A tool (or ``(tool, n)``: its nth call) → the value or exception served instead of the recorded result."""
@@ -68,6 +69,10 @@ class ReplayOptions:
     """``warn`` or ``error`` when a tool's version changed since recording."""
     redactor: Redactor = DEFAULT_REDACTOR
     """The redactor the tape was recorded with (live arguments are redacted the same way)."""
+    http_models: bool = True
+    """Model API calls over httpx/httpx2 are model steps (``False``: they are left alone)."""
+    http_routes: tuple[HttpRoute, ...] = ()
+    """More model routes, checked before the default ones."""
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # normalising in a frozen dataclass

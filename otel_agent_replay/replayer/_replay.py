@@ -35,6 +35,7 @@ from otel_agent_replay.core import (
     TapeStale,
 )
 from otel_agent_replay.instrumentation import current_replay
+from otel_agent_replay.integrations import HttpActivation, HttpRoute, activate
 from otel_agent_replay.recorder import record
 from otel_agent_replay.tape import Run, Tape, load_tape
 
@@ -61,6 +62,7 @@ class _Entered:
     token: Token[Any]
     recorder: record | None
     temp: Path | None
+    http: HttpActivation | None = None
 
 
 class replay(Scope[ReplaySession, _Entered]):
@@ -108,6 +110,8 @@ class replay(Scope[ReplaySession, _Entered]):
         declare: Mapping[str, SideEffect | SideEffectName] | None = None,
         stale_versions: StalePolicy | StalePolicyName | None = None,
         redactor: Redactor | None = None,
+        http_models: bool | None = None,
+        http_routes: Iterable[HttpRoute] | None = None,
     ) -> None:
         super().__init__()
         given = {
@@ -125,6 +129,8 @@ class replay(Scope[ReplaySession, _Entered]):
             "declare": declare,
             "stale_versions": stale_versions,
             "redactor": redactor,
+            "http_models": http_models,
+            "http_routes": None if http_routes is None else tuple(http_routes),
         }
         if options is not None and not isinstance(options, ReplayOptions):
             raise ConfigurationError(f"replay(options={options!r}): give a ReplayOptions (or use the keywords)")
@@ -146,7 +152,7 @@ class replay(Scope[ReplaySession, _Entered]):
         if path is not None and self.options.records(path.exists()):
             if self.options.record_mode == RecordMode.ALL:
                 temp = path.with_name(f".{path.name}.recording-{os.getpid()}")
-            recorder = record(temp or path, redactor=self.options.redactor)
+            recorder = record(temp or path, redactor=self.options.redactor, http_models=False)
             recorder.__enter__()
             session = ReplaySession(self.options, None, str(path), recording=True)
         else:
@@ -154,7 +160,8 @@ class replay(Scope[ReplaySession, _Entered]):
             self._check_age(tape)
             session = ReplaySession(self.options, tape, tape.path, recording=False)
         token = current_replay.set(session)
-        return session, _Entered(session, token, recorder, temp)
+        http = activate(self.options.http_routes) if self.options.http_models else None
+        return session, _Entered(session, token, recorder, temp, http)
 
     def _load(self, path: Path | None) -> Tape:
         assert path is not None
@@ -181,6 +188,8 @@ class replay(Scope[ReplaySession, _Entered]):
                 )
 
     def _stop(self, entered: _Entered, error: BaseException | None) -> None:
+        if entered.http is not None:
+            entered.http.close()
         current_replay.reset(entered.token)
         if entered.recorder is not None:
             entered.recorder.__exit__(type(error) if error else None, error, None)

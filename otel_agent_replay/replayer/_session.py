@@ -446,6 +446,9 @@ class ReplaySession:
             self.ledger.diverge(DivergenceKind.UNUSED, run_id, step.tool, 0, step.seq, message)
         self.ledger.set_count("unused_entries", len(unused))
         if propagating is not None:
+            wrapped = _wrapped_divergence(propagating, self.ledger.raised)
+            if wrapped is not None:
+                raise wrapped from propagating  # a library turned it into its own error (an SDK's retry)
             return
         if self.ledger.raised:
             raise self.ledger.raised[0]  # swallowed by the agent: the test must still fail
@@ -527,6 +530,18 @@ def _as_recorded(decision: _Decision) -> CapturedResult | None:
     if decision.how != "tape" or decision.has_override or step is None or step.result_json is None:
         return None
     return CapturedResult(step.result_json, step.result_sha256, step.result_truncated)
+
+
+def _wrapped_divergence(error: BaseException, raised: list[ReplayDivergence]) -> BaseException | None:
+    """A divergence this replay raised that ``error`` carries as its cause or context, if any."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if cause is not error and any(cause is r for r in raised):
+            return cause
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def _links(trace_id: str, span_id: str) -> list[Link]:
