@@ -107,9 +107,8 @@ def test_streamed_chat_completion_replays_the_same_chunks_and_records_streamed_u
         "stream": True,
         "stream_options": {"include_usage": True},
     }
-    with fake_provider() as fp:
-        with record(tape), agent_run("stream"):
-            live = list(_client(fp.openai_url).chat.completions.create(**kwargs))
+    with fake_provider() as fp, record(tape), agent_run("stream"):
+        live = list(_client(fp.openai_url).chat.completions.create(**kwargs))
     with replay(tape) as session:
         replayed = list(_client(fp.openai_url).chat.completions.create(**kwargs))
     assert len(fp.requests) == 1
@@ -153,9 +152,8 @@ def test_responses_create_and_its_stream_replay_offline(tape: Path) -> None:
 
 
 def test_embeddings_replay_offline_with_their_span_name(tape: Path) -> None:
-    with fake_provider() as fp:
-        with record(tape), agent_run("embed"):
-            live = _client(fp.openai_url).embeddings.create(model="embed-test", input=["alpha", "beta"])
+    with fake_provider() as fp, record(tape), agent_run("embed"):
+        live = _client(fp.openai_url).embeddings.create(model="embed-test", input=["alpha", "beta"])
     with replay(tape):
         replayed = _client(fp.openai_url).embeddings.create(model="embed-test", input=["alpha", "beta"])
     assert len(fp.requests) == 1
@@ -168,9 +166,8 @@ def test_embeddings_replay_offline_with_their_span_name(tape: Path) -> None:
 
 
 def test_changed_system_prompt_is_drift_naming_the_field(tape: Path) -> None:
-    with fake_provider() as fp:
-        with record(tape), agent_run("drift"):
-            _client(fp.openai_url).chat.completions.create(model="gpt-test", messages=MESSAGES)
+    with fake_provider() as fp, record(tape), agent_run("drift"):
+        _client(fp.openai_url).chat.completions.create(model="gpt-test", messages=MESSAGES)
     changed = [{"role": "system", "content": "You are verbose."}, MESSAGES[1]]
     with pytest.raises(TapeDrift) as info, replay(tape) as session:
         # openai retries transport errors only (httpx2.RequestError and kin): the drift comes through as itself.
@@ -182,10 +179,8 @@ def test_changed_system_prompt_is_drift_naming_the_field(tape: Path) -> None:
 
 
 def test_recorded_429_replays_as_the_sdk_rate_limit_error(tape: Path) -> None:
-    with fake_provider() as fp:
-        with record(tape), agent_run("limited"):
-            with pytest.raises(openai.RateLimitError):
-                _client(fp.openai_url).chat.completions.create(model="rate-limited", messages=MESSAGES)
+    with fake_provider() as fp, record(tape), agent_run("limited"), pytest.raises(openai.RateLimitError):
+        _client(fp.openai_url).chat.completions.create(model="rate-limited", messages=MESSAGES)
     with replay(tape) as session, pytest.raises(openai.RateLimitError) as info:
         _client(fp.openai_url).chat.completions.create(model="rate-limited", messages=MESSAGES)
     assert info.value.status_code == 429
