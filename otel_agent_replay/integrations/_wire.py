@@ -13,6 +13,7 @@ separators included, so a replayed stream has the recorded bytes.
 from __future__ import annotations
 
 import codecs
+import json
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -54,13 +55,45 @@ def is_event_stream(headers: Any) -> bool:
     return str(headers.get("content-type", "")).split(";")[0].strip().lower() == "text/event-stream"
 
 
+_LAYOUTS: dict[str, Callable[[Any], bytes]] = {
+    "compact": orjson.dumps,
+    "spaced": lambda v: json.dumps(v).encode(),
+    "spaced-utf8": lambda v: json.dumps(v, ensure_ascii=False).encode(),
+    "indent2": lambda v: orjson.dumps(v, option=orjson.OPT_INDENT_2),
+    "indent2-ascii": lambda v: json.dumps(v, indent=2).encode(),
+}
+"""How a provider may have written its JSON: the one that gives back the exact bytes is recorded."""
+
+
+def _layout_of(value: Any, content: bytes) -> tuple[str, bool] | None:
+    newline = content.endswith(b"\n")
+    target = content[:-1] if newline else content
+    for name, dump in _LAYOUTS.items():
+        try:
+            if dump(value) == target:
+                return name, newline
+        except (TypeError, ValueError, orjson.JSONEncodeError):
+            continue
+    return None
+
+
 def body_result(status: int, headers: dict[str, str], content: bytes) -> dict[str, Any]:
-    """A whole (non-streamed) response as a result: its JSON body, else its text."""
+    """A whole (non-streamed) response as a result: its JSON body (with the layout that gives back its
+    bytes), else its exact text."""
     result: dict[str, Any] = {"status": status, "headers": headers}
     try:
-        result["body"] = orjson.loads(content) if content else None
+        body = orjson.loads(content)
     except orjson.JSONDecodeError:
+        body = None
+    layout = _layout_of(body, content) if content else None
+    if layout is None:
         result["text"] = content.decode("utf-8", "replace")
+        return result
+    result["body"] = body
+    if layout[0] != "compact":
+        result["layout"] = layout[0]
+    if layout[1]:
+        result["newline"] = True
     return result
 
 
@@ -112,8 +145,10 @@ def _chunks(result: dict[str, Any]) -> list[bytes]:
         return [str(e.get("text", "")).encode("utf-8") for e in events if isinstance(e, dict)]
     if "text" in result:
         return [str(result["text"]).encode("utf-8")]
-    body = result.get("body")
-    return [] if body is None else [orjson.dumps(body)]
+    if "body" not in result:
+        return []
+    dump = _LAYOUTS.get(str(result.get("layout", "compact")), orjson.dumps)
+    return [dump(result.get("body")) + (b"\n" if result.get("newline") else b"")]
 
 
 _stream_classes: dict[str, type] = {}
