@@ -25,6 +25,7 @@ from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import StepInFlight, active_run, current_replay, prepare, start_step
 
 from ._genai import request_attributes, response_attributes
+from ._mcp import patch_mcp, unpatch_mcp
 from ._routes import HttpRoute, match, routes_for
 from ._wire import (
     EventRecorder,
@@ -82,6 +83,7 @@ def _routes() -> tuple[HttpRoute, ...]:
 
 
 def _patch() -> None:
+    patch_mcp()
     for name in _MODULES:
         try:
             module = importlib.import_module(name)
@@ -97,6 +99,7 @@ def _patch() -> None:
 
 
 def _unpatch() -> None:
+    unpatch_mcp()
     while _saved:
         cls, attr, original = _saved.pop()
         setattr(cls, attr, original)
