@@ -259,11 +259,12 @@ def _handler(provider: FakeProvider) -> type[http.server.BaseHTTPRequestHandler]
             self.send_header("Content-Type", "text/event-stream; charset=utf-8")
             self.send_header("Cache-Control", "no-cache")
             self.end_headers()
-            for name, data in events:
+            for i, (name, data) in enumerate(events):
                 text = (f"event: {name}\n" if name else "") + f"data: {data}\n\n"
                 self.wfile.write(text.encode())
                 self.wfile.flush()
-                time.sleep(0.002)
+                if i < 5:
+                    time.sleep(0.002)  # the first events arrive apart, as from a model warming up
             self.close_connection = True
 
         def do_POST(self) -> None:
