@@ -38,9 +38,9 @@ import openai
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from helpers.model_server import fake_provider  # noqa: E402
+from helpers.model_server import fake_provider
 
-from otel_agent_replay import agent_run, record, replay  # noqa: E402
+from otel_agent_replay import agent_run, record, replay
 
 CONTENT = ("The quick brown fox jumps over the lazy dog. " * 90)[:4000]
 MESSAGES: list[Any] = [{"role": "user", "content": CONTENT}]
