@@ -70,39 +70,43 @@ def _tool_name(tool: dict[str, Any]) -> str:
     return str(tool.get("function", {}).get("name") or tool.get("name"))
 
 
-def _tool_result(body: dict[str, Any]) -> str | None:
+def _tool_arguments(tool: dict[str, Any]) -> dict[str, Any]:
+    """Arguments that fit a tool's JSON schema: "Paris" for strings, 1 for numbers, true for booleans."""
+    schema = tool.get("function", {}).get("parameters") or tool.get("input_schema") or tool.get("parameters") or {}
+    values = {"string": "Paris", "integer": 1, "number": 1, "boolean": True}
+    return {name: values.get(str(prop.get("type")), "Paris") for name, prop in (schema.get("properties") or {}).items()}
+
+
+def _tool_results(body: dict[str, Any]) -> list[str]:
+    found = []
     for message in body.get("messages") or []:
         if message.get("role") == "tool":
-            return str(message.get("content"))
+            found.append(str(message.get("content")))
         content = message.get("content")
         if isinstance(content, list):
             for part in content:
                 if isinstance(part, dict) and part.get("type") == "tool_result":
-                    return json.dumps(part.get("content"))
-    return None
+                    found.append(json.dumps(part.get("content")))
+    return found
 
 
 def chat_completion(body: dict[str, Any]) -> dict[str, Any]:
     model = body.get("model", "gpt-test")
     message: dict[str, Any]
     if _wants_tool(body):
-        tool = body["tools"][0]
-        message = {
-            "role": "assistant",
-            "content": None,
-            "refusal": None,
-            "tool_calls": [
-                {
-                    "id": "call_1",
-                    "type": "function",
-                    "function": {"name": _tool_name(tool), "arguments": json.dumps({"city": "Paris"})},
-                }
-            ],
-        }
+        calls = [
+            {
+                "id": f"call_{i + 1}",
+                "type": "function",
+                "function": {"name": _tool_name(tool), "arguments": json.dumps(_tool_arguments(tool))},
+            }
+            for i, tool in enumerate(body["tools"])
+        ]
+        message = {"role": "assistant", "content": None, "refusal": None, "tool_calls": calls}
         finish = "tool_calls"
     else:
-        result = _tool_result(body)
-        text = f"The tool said {result}" if result is not None else _answer(body)
+        results = _tool_results(body)
+        text = f"The tools said {'; '.join(results)}" if results else _answer(body)
         message = {"role": "assistant", "content": text, "refusal": None}
         finish = "stop"
     return {
@@ -203,12 +207,14 @@ def embeddings(body: dict[str, Any]) -> dict[str, Any]:
 def anthropic_message(body: dict[str, Any]) -> dict[str, Any]:
     content: list[dict[str, Any]]
     if _wants_tool(body):
-        tool = body["tools"][0]
-        content = [{"type": "tool_use", "id": "toolu_1", "name": _tool_name(tool), "input": {"city": "Paris"}}]
+        content = [
+            {"type": "tool_use", "id": f"toolu_{i + 1}", "name": _tool_name(tool), "input": _tool_arguments(tool)}
+            for i, tool in enumerate(body["tools"])
+        ]
         stop = "tool_use"
     else:
-        result = _tool_result(body)
-        content = [{"type": "text", "text": f"The tool said {result}" if result is not None else _answer(body)}]
+        results = _tool_results(body)
+        content = [{"type": "text", "text": f"The tools said {'; '.join(results)}" if results else _answer(body)}]
         stop = "end_turn"
     return {
         "id": "msg_fake1",
