@@ -105,15 +105,13 @@ def _unpatch() -> None:
         setattr(cls, attr, original)
 
 
-def _matched(request: Any) -> tuple[HttpRoute, dict[str, Any]] | None:
-    route = match(_routes(), request.method, request.url.path)
-    if route is None:
-        return None
+def _body(content: bytes) -> dict[str, Any] | None:
+    """The request's JSON body as arguments (an object's fields; anything else under ``body``)."""
     try:
-        body = orjson.loads(request.read() or b"null")
+        body = orjson.loads(content or b"null")
     except orjson.JSONDecodeError:
         return None
-    return route, body if isinstance(body, dict) else {"body": body}
+    return body if isinstance(body, dict) else {"body": body}
 
 
 def _replaying() -> Any:
@@ -192,10 +190,10 @@ def _fresh(module: ModuleType, response: Any, content: bytes, request: Any) -> A
 
 def _sync_wrapper(module: ModuleType, original: Callable[..., Any]) -> Callable[..., Any]:
     def handle_request(self: Any, request: Any) -> Any:
-        found = _matched(request)
-        if found is None:
+        route = match(_routes(), request.method, request.url.path)
+        body = _body(request.read()) if route is not None else None
+        if route is None or body is None:
             return original(self, request)
-        route, body = found
         session = _replaying()
         if session is not None:
             return _replay_sync(module, session, route, body, lambda: original(self, request), request)
@@ -226,10 +224,10 @@ def _sync_wrapper(module: ModuleType, original: Callable[..., Any]) -> Callable[
 
 def _async_wrapper(module: ModuleType, original: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
     async def handle_async_request(self: Any, request: Any) -> Any:
-        found = _matched(request)
-        if found is None:
+        route = match(_routes(), request.method, request.url.path)
+        body = _body(await request.aread()) if route is not None else None
+        if route is None or body is None:
             return await original(self, request)
-        route, body = found
         session = _replaying()
         if session is not None:
             return await _replay_async(module, session, route, body, lambda: original(self, request), request)

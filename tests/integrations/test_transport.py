@@ -146,3 +146,17 @@ def test_a_bad_route_is_a_configuration_error() -> None:
         HttpRoute("x", "no-slash", "acme")
     with pytest.raises(ConfigurationError, match="HttpRoute values"):
         record("t.jsonl", http_routes=["/v1/x"]).__enter__()  # type: ignore[list-item]
+
+
+def test_mode_once_records_a_missing_tape_then_replays_it(tape: Path) -> None:
+    body = {**BODY, "stream": False}
+    with fake_provider() as fp:
+        with replay(tape, mode="once"), agent_run("once"):
+            first = httpx2.post(fp.url + "/v1/chat/completions", json=body).json()
+        assert len(fp.requests) == 1 and tape.exists()
+        with replay(tape, mode="once") as session, agent_run("once"):
+            second = httpx2.post(fp.url + "/v1/chat/completions", json=body).json()
+        assert len(fp.requests) == 1
+    assert second == first
+    assert session.stats.hits == 1
+    assert not patched()
