@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import logging
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -38,6 +39,7 @@ RESPONSE_HEADERS = frozenset(
 """Response headers kept on the tape (with the ``x-ratelimit-`` and ``anthropic-ratelimit-`` families)."""
 _HEADER_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
 
+_log = logging.getLogger(__name__)
 _EVENT_END = re.compile(r"\r\n\r\n|\n\n|\r\r")
 
 
@@ -202,7 +204,10 @@ def live_stream_class(module: ModuleType) -> type:
             def _finish(self) -> None:
                 if not self._finished:
                     self._finished = True
-                    self._done()
+                    try:
+                        self._done()
+                    except Exception:  # recording must never break the caller's stream
+                        _log.exception("could not record a model call's event stream")
 
             def __iter__(self) -> Iterator[bytes]:
                 for chunk in self._inner:

@@ -10,6 +10,7 @@ from types import ModuleType
 
 import httpx
 import httpx2
+import orjson
 import pytest
 from helpers.model_server import fake_provider
 from helpers.rawtape import raw_spans
@@ -41,6 +42,7 @@ def test_a_stream_replays_byte_for_byte_chunk_by_chunk(tape: Path, module: Modul
         with replay(tape) as session:
             replayed = chunks(fp.url)
         assert len(fp.requests) == 1
+    assert len(live) > 1  # while recording, the live stream reached the caller chunk by chunk
     assert b"".join(replayed) == b"".join(live)
     assert len(replayed) == b"".join(live).count(b"\n\n")  # one chunk per event
     assert session.stats.hits == 1
@@ -160,3 +162,19 @@ def test_mode_once_records_a_missing_tape_then_replays_it(tape: Path) -> None:
     assert second == first
     assert session.stats.hits == 1
     assert not patched()
+
+
+def test_a_consumer_that_stops_early_ends_the_step_with_what_arrived(tape: Path) -> None:
+    def first_chunk(url: str) -> bytes:
+        with httpx2.Client() as client, client.stream("POST", url + "/v1/chat/completions", json=BODY) as response:
+            return next(response.iter_raw())
+
+    with fake_provider() as fp:
+        with record(tape), agent_run("early"):
+            live = first_chunk(fp.url)
+        with replay(tape):
+            replayed = first_chunk(fp.url)
+    (span,) = [s for s in raw_spans(tape) if s.attrs.get(A.KIND) == "llm"]
+    events = orjson.loads(span.attrs[A.MODEL_RESULT])["events"]
+    assert 1 <= len(events) < 8  # what had arrived when the stream was closed, not the whole answer
+    assert replayed == live == events[0]["text"].encode()
