@@ -194,6 +194,9 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         self.otlp_flush_timeout = float(otlp_flush_timeout)
         self.http_models = http_models
         self.http_routes = tuple(http_routes)
+        for route in self.http_routes:
+            if not isinstance(route, HttpRoute):
+                raise ConfigurationError(f"record(http_routes=[..., {route!r}]): give HttpRoute values")
 
     def _start(self) -> tuple[Recording, tuple[Recording, Token[object | None]]]:
         provider = ensure_provider()

@@ -93,6 +93,10 @@ class ReplayOptions:
         put(self, "max_age", positive_seconds(self.max_age, "max_age"))
         if not isinstance(self.redactor, Redactor):
             raise ConfigurationError(f"replay(redactor={self.redactor!r}): give a Redactor")
+        put(self, "http_routes", tuple(self.http_routes))
+        for route in self.http_routes:
+            if not isinstance(route, HttpRoute):
+                raise ConfigurationError(f"replay(http_routes=[..., {route!r}]): give HttpRoute values")
 
     # Typed reads of the fields normalised in __post_init__ (they hold members, not spellings).
     @property

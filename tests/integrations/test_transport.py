@@ -15,7 +15,7 @@ import pytest
 from helpers.model_server import fake_provider
 from helpers.rawtape import raw_spans
 
-from otel_agent_replay import HttpRoute, agent_run, record, replay
+from otel_agent_replay import HttpRoute, ReplayOptions, agent_run, record, replay
 from otel_agent_replay.core import ConfigurationError
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.integrations import activate, patched
@@ -143,11 +143,16 @@ def test_http_routes_adds_a_route_and_other_requests_pass_through(tape: Path) ->
     assert session.stats.hits == 1
 
 
-def test_a_bad_route_is_a_configuration_error() -> None:
+def test_a_bad_route_is_a_configuration_error(tape: Path) -> None:
     with pytest.raises(ConfigurationError, match="path starting with '/'"):
         HttpRoute("x", "no-slash", "acme")
-    with pytest.raises(ConfigurationError, match="HttpRoute values"):
-        record("t.jsonl", http_routes=["/v1/x"]).__enter__()  # type: ignore[list-item]
+    with pytest.raises(ConfigurationError, match="give HttpRoute values"):
+        record(tape, http_routes=["/v1/x"])  # type: ignore[list-item]
+    assert not tape.exists()
+    with pytest.raises(ConfigurationError, match="give HttpRoute values"):
+        ReplayOptions(http_routes=["/v1/x"])  # type: ignore[list-item]
+    options = ReplayOptions(http_routes=[HttpRoute("acme.generate", "/acme/generate", "acme")])  # type: ignore[arg-type]
+    assert options.http_routes == (HttpRoute("acme.generate", "/acme/generate", "acme"),)
 
 
 def test_mode_once_records_a_missing_tape_then_replays_it(tape: Path) -> None:
