@@ -84,7 +84,14 @@ def _replaying() -> Any:
 
 
 def _rebuild(result: object, model: type[Any]) -> Any:
-    return model.model_validate(result) if isinstance(result, dict) else result
+    """The SDK's result type again. The tape has field names (1.x types alias ``meta`` as ``_meta``
+    and keep unknown keys as extras, so names must count as well as aliases)."""
+    if not isinstance(result, dict):
+        return result
+    try:
+        return model.model_validate(result, by_alias=True, by_name=True)
+    except TypeError:  # pydantic before 2.11
+        return model.model_validate(result)
 
 
 _saved: list[tuple[type, str, object]] = []
