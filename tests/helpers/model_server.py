@@ -1,7 +1,8 @@
 """A fake model provider on 127.0.0.1 speaking the OpenAI and Anthropic wire formats (JSON and SSE).
 
 Answers are deterministic and echo the last user message, so a changed prompt changes the answer.
-A request whose ``model`` is ``rate-limited`` gets the provider's 429 error body. Every request
+A request whose ``model`` is ``rate-limited`` gets the provider's 429 error body; ``flaky-once``
+gets a 500 when it is the provider's first request, then answers. Every request
 is counted (``FakeProvider.requests``), with its headers, so a test can prove a replay sent none.
 """
 
@@ -279,7 +280,10 @@ def _handler(provider: FakeProvider) -> type[http.server.BaseHTTPRequestHandler]
             path = self.path.split("?")[0]
             provider.requests.append((path, {k.lower(): v for k, v in self.headers.items()}, body))
             stream = body.get("stream") is True
-            if body.get("model") == "rate-limited":
+            if body.get("model") == "flaky-once" and len(provider.requests) == 1:
+                error = {"message": "The server had an error", "type": "server_error", "param": None, "code": None}
+                self._json(500, {"error": error}, {"retry-after-ms": "1"})
+            elif body.get("model") == "rate-limited":
                 error = {"message": "Rate limit reached for requests", "type": "requests", "param": None}
                 self._json(429, {"error": {**error, "code": "rate_limit_exceeded"}}, {"retry-after": "0"})
             elif path.endswith("/chat/completions"):

@@ -191,6 +191,18 @@ def test_recorded_429_replays_as_the_sdk_rate_limit_error(tape: Path) -> None:
     assert orjson.loads(span.attrs[A.MODEL_RESULT])["status"] == 429
 
 
+def test_an_sdk_retry_after_a_500_replays_as_recorded(tape: Path) -> None:
+    with fake_provider() as fp, record(tape), agent_run("flaky"):
+        live = _client(fp.openai_url, max_retries=2).chat.completions.create(model="flaky-once", messages=MESSAGES)
+    assert len(fp.requests) == 2  # the 500, then the retry
+    with replay(tape) as session:
+        replayed = _client(fp.openai_url, max_retries=2).chat.completions.create(model="flaky-once", messages=MESSAGES)
+    assert replayed == live
+    assert (session.stats.hits, session.stats.misses, session.stats.live_model_calls) == (2, 0, 0)
+    statuses = [orjson.loads(s.attrs[A.MODEL_RESULT])["status"] for s in _model_spans(tape)]
+    assert statuses == [500, 200]
+
+
 def test_api_key_never_reaches_the_tape_and_nothing_stays_patched(tape: Path) -> None:
     import httpx2
 
