@@ -159,11 +159,12 @@ def _finish(step: StepInFlight, result: dict[str, Any]) -> None:
     step.finish(result)
 
 
-def _recorded_response(module: ModuleType, step: StepInFlight, request: Any, response: Any) -> Any:
-    """The live response, its step finished now (a whole body) or when its event stream closes."""
+def _streamed(module: ModuleType, step: StepInFlight, started: float, response: Any) -> Any:
+    """The live response with its event stream wrapped (the step ends when it closes), or None when
+    the response is not an event stream (or is compressed: then it is read whole)."""
     status, headers = response.status_code, kept_headers(response.headers)
     if is_event_stream(response.headers) and response.headers.get("content-encoding", "identity") == "identity":
-        recorder = EventRecorder(time.monotonic())
+        recorder = EventRecorder(started)
         response.stream = live_stream_class(module)(
             response.stream, recorder, lambda: _finish(step, recorder.result(status, headers))
         )
@@ -200,6 +201,7 @@ def _sync_wrapper(module: ModuleType, original: Callable[..., Any]) -> Callable[
         step = _begin(route, body)
         if step is None:
             return original(self, request)
+        started = time.monotonic()
         try:
             response = original(self, request)
         except BaseException as exc:
@@ -207,7 +209,7 @@ def _sync_wrapper(module: ModuleType, original: Callable[..., Any]) -> Callable[
             step.fail(exc)
             raise
         _release_context(step)
-        streamed = _recorded_response(module, step, request, response)
+        streamed = _streamed(module, step, started, response)
         if streamed is not None:
             return streamed
         try:
@@ -234,6 +236,7 @@ def _async_wrapper(module: ModuleType, original: Callable[..., Awaitable[Any]]) 
         step = _begin(route, body)
         if step is None:
             return await original(self, request)
+        started = time.monotonic()
         try:
             response = await original(self, request)
         except BaseException as exc:
@@ -241,7 +244,7 @@ def _async_wrapper(module: ModuleType, original: Callable[..., Awaitable[Any]]) 
             step.fail(exc)
             raise
         _release_context(step)
-        streamed = _recorded_response(module, step, request, response)
+        streamed = _streamed(module, step, started, response)
         if streamed is not None:
             return streamed
         try:
