@@ -47,6 +47,7 @@ from otel_agent_replay.core import (
     __version__,
 )
 from otel_agent_replay.instrumentation import RunHandle, agent_run, model_call, tool
+from otel_agent_replay.integrations import MODEL_ROUTES, HttpRoute
 from otel_agent_replay.recorder import Recording, record
 from otel_agent_replay.regression import RegressResult, regress, rescore
 from otel_agent_replay.replayer import (
@@ -63,6 +64,7 @@ from otel_agent_replay.store import Evaluation, Store, open_store
 from otel_agent_replay.tape import Run, Step, StepError, Tape, load_tape
 
 __all__ = [
+    "MODEL_ROUTES",
     "AgentReplayError",
     "AgentReplayWarning",
     "Comparison",
@@ -73,6 +75,7 @@ __all__ = [
     "DivergenceKind",
     "EndpointError",
     "Evaluation",
+    "HttpRoute",
     "Limits",
     "MissPolicy",
     "ModelPolicy",

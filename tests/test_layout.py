@@ -22,6 +22,7 @@ LAYERS: tuple[str, ...] = (
     "store",
     "backends",
     "instrumentation",
+    "integrations",
     "recorder",
     "replayer",
     "regression",

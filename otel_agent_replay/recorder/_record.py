@@ -45,6 +45,7 @@ from otel_agent_replay.instrumentation import (
     recording_started,
     warn_if_replay_active,
 )
+from otel_agent_replay.integrations import HttpActivation, HttpRoute, activate
 from otel_agent_replay.store import Store, open_store
 from otel_agent_replay.tape import Tape, load_tape
 
@@ -141,6 +142,8 @@ class Recording:
         """The OTLP side of this recording, or None when its spans go to the tape only."""
         self.sink = sink
         self.open = True
+        self.http: HttpActivation | None = None
+        """The patched HTTP transports this recording holds (``record(http_models=False)``: None)."""
 
     @property
     def store(self) -> Store | None:
@@ -283,6 +286,8 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         otlp_flush_timeout: float = 5.0,
         store: StoreOption = None,
         key_ignore: Mapping[str, Iterable[str]] | None = None,
+        http_models: bool = True,
+        http_routes: Iterable[HttpRoute] = (),
     ) -> None:
         super().__init__()
         if store is not None and not isinstance(store, (Store, str, os.PathLike)):
@@ -307,6 +312,11 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         self.otlp = otlp
         self.otlp_content = otlp_content
         self.otlp_flush_timeout = float(otlp_flush_timeout)
+        self.http_models = http_models
+        self.http_routes = tuple(http_routes)
+        for route in self.http_routes:
+            if not isinstance(route, HttpRoute):
+                raise ConfigurationError(f"record(http_routes=[..., {route!r}]): give HttpRoute values")
 
     def _start(self) -> tuple[Recording, tuple[Recording, Token[object | None]]]:
         warn_if_replay_active(f"record({str(self.path)!r})")
@@ -323,6 +333,7 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         rec = Recording(self.path, exporter, dataclasses.replace(self.capture, keys=keys), otlp, self._sink())
         token = current_recording.set(rec)
         recording_started(rec)
+        rec.http = activate(self.http_routes) if self.http_models else None
         return rec, (rec, token)
 
     def _sink(self) -> _StoreSink | None:
@@ -346,6 +357,8 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
     def _stop(self, entered: tuple[Recording, Token[object | None]], error: BaseException | None) -> None:
         rec, token = entered
         recording_ended(rec)
+        if rec.http is not None:
+            rec.http.close()
         current_recording.reset(token)
         rec.open = False
         rec.exporter.force_flush()

@@ -36,6 +36,7 @@ from otel_agent_replay.core import (
     choice,
 )
 from otel_agent_replay.instrumentation import positive_seconds
+from otel_agent_replay.integrations import HttpRoute
 
 from ._messages import API_HINTS, Hints
 
@@ -107,6 +108,10 @@ class ReplayOptions:
     allow_hosts: Iterable[str] | None = None
     """Hosts (names or IP addresses) the agent's code may connect to during a strict replay; None: loopback
     (``localhost``, 127.0.0.0/8, ``::1``); an empty list blocks loopback too."""
+    http_models: bool = True
+    """Model API calls over httpx/httpx2 are model steps (``False``: they are left alone)."""
+    http_routes: tuple[HttpRoute, ...] = ()
+    """More model routes, checked before the default ones."""
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # normalising in a frozen dataclass
@@ -141,6 +146,10 @@ class ReplayOptions:
             put(self, "allow_hosts", hosts)
         if not isinstance(self.redactor, Redactor):
             raise ConfigurationError(f"replay(redactor={self.redactor!r}): give a Redactor")
+        put(self, "http_routes", tuple(self.http_routes))
+        for route in self.http_routes:
+            if not isinstance(route, HttpRoute):
+                raise ConfigurationError(f"replay(http_routes=[..., {route!r}]): give HttpRoute values")
 
     # Typed reads of the fields normalised in __post_init__ (they hold members, not spellings).
     @property

@@ -44,6 +44,7 @@ from otel_agent_replay.core import (
     project_settings,
 )
 from otel_agent_replay.instrumentation import current_replay, replay_ended, replay_started, warn_if_replay_active
+from otel_agent_replay.integrations import HttpActivation, HttpRoute, activate
 from otel_agent_replay.recorder import record
 from otel_agent_replay.tape import Run, Tape, load_tape
 
@@ -72,6 +73,7 @@ class _Entered:
     token: Token[Any]
     recorder: record | None
     temp: Path | None
+    http: HttpActivation | None = None
 
 
 class replay(Scope[ReplaySession, _Entered]):
@@ -141,6 +143,8 @@ class replay(Scope[ReplaySession, _Entered]):
         pace: Pace | PaceName | None = None,
         network: NetworkPolicy | NetworkPolicyName | None = None,
         allow_hosts: Iterable[str] | None = None,
+        http_models: bool | None = None,
+        http_routes: Iterable[HttpRoute] | None = None,
     ) -> None:
         super().__init__()
         given = {
@@ -165,6 +169,8 @@ class replay(Scope[ReplaySession, _Entered]):
             "pace": pace,
             "network": network,
             "allow_hosts": allow_hosts,
+            "http_models": http_models,
+            "http_routes": None if http_routes is None else tuple(http_routes),
         }
         if options is not None and not isinstance(options, ReplayOptions):
             raise ConfigurationError(f"replay(options={options!r}): give a ReplayOptions (or use the keywords)")
@@ -189,7 +195,7 @@ class replay(Scope[ReplaySession, _Entered]):
         if path is not None and options.records(path.exists()):
             if options.record_mode == RecordMode.ALL:
                 temp = path.with_name(f".{path.name}.recording-{os.getpid()}")
-            recorder = record(temp or path, redactor=options.redactor, key_ignore=options.key_ignore)
+            recorder = record(temp or path, redactor=options.redactor, key_ignore=options.key_ignore, http_models=False)
             recorder.__enter__()
             session = ReplaySession(options, None, str(path), recording=True)
         else:
@@ -200,7 +206,8 @@ class replay(Scope[ReplaySession, _Entered]):
         token = current_replay.set(session)
         if session.network_guard is not None:
             network.install()
-        return session, _Entered(session, token, recorder, temp)
+        http = activate(options.http_routes) if options.http_models else None
+        return session, _Entered(session, token, recorder, temp, http)
 
     def _load(self, path: Path | None) -> Tape:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
@@ -233,6 +240,8 @@ class replay(Scope[ReplaySession, _Entered]):
     def _stop(self, entered: _Entered, error: BaseException | None) -> None:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         replay_ended(entered.session)
+        if entered.http is not None:
+            entered.http.close()
         current_replay.reset(entered.token)
         if entered.session.network_guard is not None:
             network.uninstall()

@@ -831,6 +831,9 @@ class ReplaySession:
             self.ledger.diverge(DivergenceKind.UNUSED, run_id, step.tool, 0, step.seq, message)
         self.ledger.set_count("unused_entries", len(unused))
         if propagating is not None:
+            wrapped = _wrapped_divergence(propagating, self.ledger.raised)
+            if wrapped is not None:
+                raise wrapped from propagating  # a library turned it into its own error (an SDK's retry)
             return
         if self.ledger.raised:
             raise self.ledger.raised[0]  # swallowed by the agent: the test must still fail
@@ -953,6 +956,18 @@ def _in_asyncio() -> bool:
     except RuntimeError:
         return False
     return True
+
+
+def _wrapped_divergence(error: BaseException, raised: list[ReplayDivergence]) -> BaseException | None:
+    """A divergence this replay raised that ``error`` carries as its cause or context, if any."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if cause is not error and any(cause is r for r in raised):
+            return cause
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def _links(trace_id: str, span_id: str) -> list[Link]:

@@ -36,6 +36,7 @@ from otel_agent_replay.core.attributes import (
     KIND,
     MODEL_ARGUMENTS,
     OP_CHAT,
+    OP_EMBEDDINGS,
     OP_EXECUTE_TOOL,
     OP_INVOKE_AGENT,
     RUN_ID,
@@ -169,7 +170,7 @@ class _RunBuilder:
             tool = attrs.get(GEN_AI_TOOL_NAME)
             if tool is None:
                 tool = name_suffix(record.name, OP_EXECUTE_TOOL)
-        elif op == OP_CHAT and attrs.get(KIND) == _LLM:
+        elif op in (OP_CHAT, OP_EMBEDDINGS) and attrs.get(KIND) == _LLM:
             kind = _LLM
             args = attrs.get(MODEL_ARGUMENTS)
             tool = attrs.get(FUNCTION)

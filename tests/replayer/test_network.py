@@ -48,7 +48,7 @@ def recorded(tape: Path) -> Path:
 
 
 def _clients(port: int) -> dict[str, Callable[[], Any]]:
-    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    url = f"http://127.0.0.1:{port}/v1/search"  # not a model route: the HTTP capture would serve that one
 
     def raw() -> Any:
         with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:

@@ -1,0 +1,185 @@
+"""The capture point itself, with plain httpx and httpx2 clients: patched only inside a block and
+restored exactly after it, byte-faithful streams, routes (added, turned off), other requests untouched."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from types import ModuleType
+
+import httpx
+import httpx2
+import orjson
+import pytest
+from helpers.model_server import fake_provider
+from helpers.rawtape import raw_spans
+
+from otel_agent_replay import HttpRoute, ReplayOptions, agent_run, record, replay
+from otel_agent_replay.core import ConfigurationError
+from otel_agent_replay.core import attributes as A
+from otel_agent_replay.integrations import activate, patched
+
+BODY = {"model": "gpt-test", "messages": [{"role": "user", "content": "count to three"}], "stream": True}
+
+
+def _originals() -> list[object]:
+    return [m.HTTPTransport.__dict__["handle_request"] for m in (httpx, httpx2)] + [
+        m.AsyncHTTPTransport.__dict__["handle_async_request"] for m in (httpx, httpx2)
+    ]
+
+
+@pytest.mark.parametrize("module", [httpx, httpx2], ids=["httpx", "httpx2"])
+def test_a_stream_replays_byte_for_byte_chunk_by_chunk(tape: Path, module: ModuleType) -> None:
+    def chunks(url: str) -> list[bytes]:
+        with module.Client() as client, client.stream("POST", url + "/v1/chat/completions", json=BODY) as response:
+            assert response.headers["content-type"].startswith("text/event-stream")
+            return list(response.iter_raw())
+
+    with fake_provider() as fp:
+        with record(tape), agent_run("raw"):
+            live = chunks(fp.url)
+        with replay(tape) as session:
+            replayed = chunks(fp.url)
+        assert len(fp.requests) == 1
+    assert len(live) > 1  # while recording, the live stream reached the caller chunk by chunk
+    assert b"".join(replayed) == b"".join(live)
+    assert len(replayed) == b"".join(live).count(b"\n\n")  # one chunk per event
+    assert session.stats.hits == 1
+
+
+@pytest.mark.parametrize("module", [httpx, httpx2], ids=["httpx", "httpx2"])
+def test_async_clients_are_captured_too(tape: Path, module: ModuleType) -> None:
+    async def ask(url: str) -> bytes:
+        async with module.AsyncClient() as client:
+            body = {**BODY, "stream": False}
+            response = await client.post(url + "/v1/chat/completions", json=body)
+            return bytes(response.content)
+
+    with fake_provider() as fp:
+
+        async def record_it() -> bytes:
+            with record(tape), agent_run("async"):
+                return await ask(fp.url)
+
+        live = asyncio.run(record_it())
+
+    async def replay_it() -> bytes:
+        with replay(tape):
+            return await ask(fp.url)
+
+    assert asyncio.run(replay_it()) == live
+    assert len(fp.requests) == 1
+
+
+def test_nothing_is_patched_outside_a_block_and_the_originals_come_back(tape: Path) -> None:
+    before = _originals()
+    assert not patched()
+    with fake_provider() as fp:
+        with record(tape), agent_run("nest"):
+            assert patched()
+            inner = activate()
+            assert _originals() != before
+            inner.close()
+            inner.close()  # closing twice is harmless
+            assert patched()  # the record block still holds it
+            httpx2.post(fp.url + "/v1/chat/completions", json={**BODY, "stream": False})
+        assert not patched()
+        assert _originals() == before
+        httpx2.post(fp.url + "/v1/chat/completions", json={**BODY, "stream": False})  # not recorded
+    assert len([s for s in raw_spans(tape) if s.attrs.get(A.KIND) == "llm"]) == 1
+
+
+def test_activation_is_reference_counted_across_threads() -> None:
+    before = _originals()
+    barrier = threading.Barrier(8)
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(50):
+                barrier.wait() if _ == 0 else None
+                activation = activate()
+                assert patched()
+                activation.close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert not patched() and _originals() == before
+
+
+def test_http_models_false_leaves_the_transports_alone(tape: Path) -> None:
+    before = _originals()
+    with fake_provider() as fp:
+        with record(tape, http_models=False), agent_run("off"):
+            assert _originals() == before
+            httpx2.post(fp.url + "/v1/chat/completions", json={**BODY, "stream": False})
+        with replay(tape, http_models=False, allow_unused=True):
+            httpx2.post(fp.url + "/v1/chat/completions", json={**BODY, "stream": False})
+        assert len(fp.requests) == 2  # both went to the provider
+    assert not [s for s in raw_spans(tape) if s.attrs.get(A.KIND) == "llm"]
+
+
+def test_http_routes_adds_a_route_and_other_requests_pass_through(tape: Path) -> None:
+    route = HttpRoute("acme.generate", "/acme/generate", "acme")
+    with fake_provider() as fp:
+        with record(tape, http_routes=[route]), agent_run("acme"):
+            custom = httpx.post(fp.url + "/acme/generate", json={"model": "m1", "prompt": "hi"})
+            other = httpx.post(fp.url + "/not/a/model", json={"x": 1})
+        with replay(tape, http_routes=[route]) as session:
+            again = httpx.post(fp.url + "/acme/generate", json={"model": "m1", "prompt": "hi"})
+        assert len(fp.requests) == 2  # the replayed route sent nothing
+    assert custom.status_code == again.status_code == 404  # the fake provider has no such route: 404 is recorded
+    assert again.json() == custom.json()
+    assert other.status_code == 404
+    spans = [s for s in raw_spans(tape) if s.attrs.get(A.KIND) == "llm"]
+    assert [(s.name, s.attrs["agent_replay.function"]) for s in spans] == [("chat m1", "acme.generate")]
+    assert session.stats.hits == 1
+
+
+def test_a_bad_route_is_a_configuration_error(tape: Path) -> None:
+    with pytest.raises(ConfigurationError, match="path starting with '/'"):
+        HttpRoute("x", "no-slash", "acme")
+    with pytest.raises(ConfigurationError, match="give HttpRoute values"):
+        record(tape, http_routes=["/v1/x"])  # type: ignore[list-item]
+    assert not tape.exists()
+    with pytest.raises(ConfigurationError, match="give HttpRoute values"):
+        ReplayOptions(http_routes=["/v1/x"])  # type: ignore[list-item]
+    options = ReplayOptions(http_routes=[HttpRoute("acme.generate", "/acme/generate", "acme")])  # type: ignore[arg-type]
+    assert options.http_routes == (HttpRoute("acme.generate", "/acme/generate", "acme"),)
+
+
+def test_mode_once_records_a_missing_tape_then_replays_it(tape: Path) -> None:
+    body = {**BODY, "stream": False}
+    with fake_provider() as fp:
+        with replay(tape, mode="once"), agent_run("once"):
+            first = httpx2.post(fp.url + "/v1/chat/completions", json=body).json()
+        assert len(fp.requests) == 1 and tape.exists()
+        with replay(tape, mode="once") as session, agent_run("once"):
+            second = httpx2.post(fp.url + "/v1/chat/completions", json=body).json()
+        assert len(fp.requests) == 1
+    assert second == first
+    assert session.stats.hits == 1
+    assert not patched()
+
+
+def test_a_consumer_that_stops_early_ends_the_step_with_what_arrived(tape: Path) -> None:
+    def first_chunk(url: str) -> bytes:
+        with httpx2.Client() as client, client.stream("POST", url + "/v1/chat/completions", json=BODY) as response:
+            return next(response.iter_raw())
+
+    with fake_provider() as fp:
+        with record(tape), agent_run("early"):
+            live = first_chunk(fp.url)
+        with replay(tape):
+            replayed = first_chunk(fp.url)
+    (span,) = [s for s in raw_spans(tape) if s.attrs.get(A.KIND) == "llm"]
+    events = orjson.loads(span.attrs[A.MODEL_RESULT])["events"]
+    assert 1 <= len(events) < 8  # what had arrived when the stream was closed, not the whole answer
+    assert replayed == live == events[0]["text"].encode()
