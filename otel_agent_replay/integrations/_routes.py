@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from otel_agent_replay.capture import PRESET_TOKEN, expand
 from otel_agent_replay.core import ConfigurationError, StepKind
 from otel_agent_replay.instrumentation import ToolSpec
 
@@ -49,6 +50,7 @@ class HttpRoute:
             signature=_BODY_SIGNATURE,
             is_async=False,
             provider=self.provider,
+            key_ignore=expand((PRESET_TOKEN,)),  # request ids, `user`, tool-call ids minted per run …
         )
         object.__setattr__(self, "spec", spec)
 

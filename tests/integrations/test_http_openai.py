@@ -230,3 +230,17 @@ def test_models_live_runs_the_model_while_the_tape_exists(tape: Path) -> None:
         assert len(fp.requests) == 2
     assert isinstance(again, ChatCompletion) and again.choices[0].message.content == "You said: Weather in Paris?"
     assert session.stats.live_model_calls == 1
+
+
+def test_the_volatile_request_fields_are_left_out_of_the_key(tape: Path) -> None:
+    """The model routes carry the @model_volatile preset: a new end-user id or tool-call id is not drift."""
+    turn = [*MESSAGES, {"role": "tool", "tool_call_id": "call_recorded", "content": "42"}]
+    with fake_provider() as fp, record(tape), agent_run("volatile"):
+        _client(fp.openai_url).chat.completions.create(model="gpt-test", messages=turn, user="u-1")
+    minted = [*MESSAGES, {"role": "tool", "tool_call_id": "call_minted_now", "content": "42"}]
+    with replay(tape) as session:
+        _client(fp.openai_url).chat.completions.create(model="gpt-test", messages=minted, user="u-2")
+    assert session.stats.hits == 1 and session.stats.drifts == 0
+    assert len(fp.requests) == 1
+    (span,) = _model_spans(tape)
+    assert "call_recorded" in span.attrs[A.MODEL_ARGUMENTS]  # the tape keeps the fields; only the key leaves them out
