@@ -13,19 +13,15 @@ import datetime as _dt
 import functools
 import inspect
 import threading
-import time
 import warnings
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any, cast
 
-import orjson
-from opentelemetry.trace import INVALID_SPAN, Link, Span, SpanContext, TraceFlags
+from opentelemetry.trace import INVALID_SPAN, Link, Span
 
 from otel_agent_replay.capture import (
     Capture,
     CapturedArgs,
-    CapturedResult,
     KeyRules,
     Limits,
     capture_args,
@@ -56,36 +52,32 @@ from otel_agent_replay.core import (
 )
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import (
-    Chunks,
     Prepared,
     RunState,
-    StepInFlight,
     ToolSpec,
     active_run,
-    call_recorded,
-    call_recorded_async,
     current_run,
     make_spec,
     prepare,
-    record_stream,
-    record_stream_async,
     start_step,
     tool_spec,
 )
 from otel_agent_replay.store import OUT_OF_BOUNDS
 from otel_agent_replay.tape import Run, Step, Tape
 
-from ._append import AppendedStep, Appender
+from ._append import Appender
 from ._index import RunIndex, rebuild_exception, recorded_result
 from ._ledger import Divergence, Ledger, ReplayStats
 from ._messages import declaration_changed, drift_error, miss_error, outside_error, refused_error, unused_error
 from ._network import NetworkGuard
 from ._options import ReplayOptions
+from ._serving import Decision, Recorded, Serving, links, step_links
+from ._streaming import serve_stream, serve_stream_async
 
 _READ_ONLY = SideEffect.READ_ONLY
 
 
-class _ReplayRun:
+class ReplayRun:
     """A live run bound to the recorded run it replays (or to none: every call misses)."""
 
     def __init__(self, index: RunIndex | None, state: RunState | None) -> None:
@@ -124,18 +116,6 @@ class _ReplayRun:
             return n
 
 
-@dataclass(frozen=True, slots=True)
-class _Decision:
-    how: str
-    """``tape`` (serve a recorded step), ``fallback`` (the user's fake), ``live`` (run it) or
-    ``out_of_bounds`` (answer the ``unexpected_tool_call`` error result)."""
-    step: Step | None = None
-    override: Any = None
-    has_override: bool = False
-    fake: Callable[..., Any] | None = None
-    append: bool = False
-
-
 _NO_OVERRIDE = object()
 _RECORDING_RUN = object()
 
@@ -159,8 +139,8 @@ class ReplaySession:
         self.ledger = Ledger()
         self._lock = threading.Lock()
         self._queue: list[Run] = list(select_runs(tape, options)) if tape is not None else []
-        self._bound: list[_ReplayRun] = []
-        self._implicit: _ReplayRun | None = None
+        self._bound: list[ReplayRun] = []
+        self._implicit: ReplayRun | None = None
         self._appender: Appender | None = None
         self._recorded_effects: dict[str, str] | None = None
         self.closed = False
@@ -280,7 +260,7 @@ class ReplaySession:
             if recorded is not None
             else None
         )
-        bound = _ReplayRun(index, None)
+        bound = ReplayRun(index, None)
         with self._lock:
             self._bound.append(bound)
         if recorded is None:
@@ -295,7 +275,7 @@ class ReplaySession:
             )
             return {A.MODE: A.MODE_REPLAY}, [], bound
         attrs: dict[str, Any] = {A.MODE: A.MODE_REPLAY, A.REPLAY_OF: recorded.run_id}
-        return attrs, _links(recorded.trace_id, recorded.span_id), bound
+        return attrs, links(recorded.trace_id, recorded.span_id), bound
 
     def _take_run(self, agent_name: str, input_hash: str | None) -> Run | None:
         """The first queued run of this agent with this input hash, else of this agent; taken off the queue.
@@ -336,9 +316,9 @@ class ReplaySession:
     def _index(self, run: Run) -> RunIndex:
         return RunIndex(run, include_models=self.options.model_policy == ModelPolicy.TAPE)
 
-    def _binding(self) -> tuple[_ReplayRun, RunState]:
+    def _binding(self) -> tuple[ReplayRun, RunState]:
         state = current_run.get() or active_run()
-        if state is not None and isinstance(state.replay, _ReplayRun):
+        if state is not None and isinstance(state.replay, ReplayRun):
             bound = state.replay
             if not bound.limits_applied:
                 bound.limits_applied = True
@@ -360,7 +340,7 @@ class ReplaySession:
                     self._capture_for(recorded, self.capture),
                     None,
                 )
-                implicit = self._implicit = _ReplayRun(index, live)
+                implicit = self._implicit = ReplayRun(index, live)
                 self._bound.append(implicit)
         assert implicit.state is not None
         return implicit, implicit.state
@@ -415,7 +395,7 @@ class ReplaySession:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         serving = self._begin_serving(spec, args, kwargs)
         try:
-            if isinstance(serving, _Serving) and serving.decision.how == "tape" and _in_asyncio():
+            if isinstance(serving, Serving) and serving.decision.how == "tape" and _in_asyncio():
                 # A double answers at once; yield to the loop first, as the live call would, so calls
                 # the agent runs concurrently (asyncio.gather) also overlap in the replay and are
                 # never taken for an order divergence.
@@ -432,157 +412,28 @@ class ReplaySession:
     def stream(
         self, spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Iterator[Any]:
-        """Serve one call of a generator function: the recorded chunks in order (paced on request),
-        the recorded mid-stream error after them; a consumer that stops early ends the step there."""
-        serving = self._begin_serving(spec, args, kwargs)
-        if isinstance(serving, _Recorded):
-            chunks: list[Any] = []
-            inner = cast(Generator[Any, None, None], record_stream(spec, fn, args, kwargs))
-            try:
-                for chunk in inner:
-                    chunks.append(chunk)
-                    yield chunk
-            except GeneratorExit:
-                inner.close()
-                serving.done(chunks)
-                raise
-            except BaseException as exc:
-                serving.fail(exc)
-                raise
-            serving.done(chunks)
-            return
-        served = Chunks(serving.step)
-        serving.step = None  # the chunks end the replay span
-        try:
-            if serving.decision.how == "tape":
-                recorded, offsets, error = self._stream_from_tape(serving.decision, spec)
-                for n, chunk in enumerate(recorded):
-                    if self._pace and n < len(offsets):
-                        _sleep_until(served.start, offsets[n])
-                    served.add(chunk)
-                    yield chunk
-                if error is not None:
-                    raise error
-            else:
-                undo = served.enter()
-                try:
-                    source = iter((serving.decision.fake or fn)(*args, **kwargs))
-                finally:
-                    undo()
-                while True:
-                    undo = served.enter()
-                    try:
-                        chunk = next(source)
-                    except StopIteration:
-                        break
-                    finally:
-                        undo()
-                    served.add(chunk)
-                    yield chunk
-        except GeneratorExit:
-            serving.done(served.items)
-            served.end(None)
-            raise
-        except BaseException as exc:
-            serving.fail(exc)
-            served.end(exc)
-            raise
-        serving.done(served.items)
-        served.end(None)
+        """Serve one call of a generator function (see ``_streaming.serve_stream``)."""
+        return serve_stream(self, spec, fn, args, kwargs)
 
-    async def stream_async(
+    def stream_async(
         self, spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> AsyncIterator[Any]:
         """``stream`` for async-generator functions."""
-        serving = self._begin_serving(spec, args, kwargs)
-        if isinstance(serving, _Recorded):
-            chunks: list[Any] = []
-            inner = cast(AsyncGenerator[Any, None], record_stream_async(spec, fn, args, kwargs))
-            try:
-                async for chunk in inner:
-                    chunks.append(chunk)
-                    yield chunk
-            except GeneratorExit:
-                await inner.aclose()
-                serving.done(chunks)
-                raise
-            except BaseException as exc:
-                serving.fail(exc)
-                raise
-            serving.done(chunks)
-            return
-        served = Chunks(serving.step)
-        serving.step = None
-        try:
-            if serving.decision.how == "tape":
-                recorded, offsets, error = self._stream_from_tape(serving.decision, spec)
-                for n, chunk in enumerate(recorded):
-                    if self._pace and n < len(offsets):
-                        delay = (served.start + offsets[n] - time.monotonic_ns()) / 1e9
-                        if delay > 0:
-                            await asyncio.sleep(delay)
-                    served.add(chunk)
-                    yield chunk
-                if error is not None:
-                    raise error
-            else:
-                undo = served.enter()
-                try:
-                    source = (serving.decision.fake or fn)(*args, **kwargs).__aiter__()
-                finally:
-                    undo()
-                while True:
-                    undo = served.enter()
-                    try:
-                        chunk = await source.__anext__()
-                    except StopAsyncIteration:
-                        break
-                    finally:
-                        undo()
-                    served.add(chunk)
-                    yield chunk
-        except GeneratorExit:
-            serving.done(served.items)
-            served.end(None)
-            raise
-        except BaseException as exc:
-            serving.fail(exc)
-            served.end(exc)
-            raise
-        serving.done(served.items)
-        served.end(None)
+        return serve_stream_async(self, spec, fn, args, kwargs)
 
-    def _stream_from_tape(
-        self, decision: _Decision, spec: ToolSpec
-    ) -> tuple[list[Any], list[int], BaseException | None]:
-        """A recorded stream: its chunks rebuilt, their offsets, and the error it ended with."""
-        if decision.has_override:
-            value = decision.override
-            if isinstance(value, BaseException) or (isinstance(value, type) and issubclass(value, BaseException)):
-                return [], [], value if isinstance(value, BaseException) else value()
-            return list(value), [], None
-        step = decision.step
-        assert step is not None
-        hint = spec.result_hint()
-        data = recorded_result(step, self.tape_path, list[hint] if hint is not None else None)  # type: ignore[valid-type]
-        chunks = list(data) if isinstance(data, (list, tuple)) else ([] if data is None else [data])
-        offsets = _offsets(step.attributes.get(A.STREAM_OFFSETS))
-        error = rebuild_exception(step.error, step.attributes) if step.error is not None else None
-        return chunks, offsets, error
-
-    def _begin_serving(self, spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Serving | _Recorded:
+    def _begin_serving(self, spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Serving | Recorded:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         if self.recording:
-            return _Recorded(self, spec, self._count_recorded(spec), args, kwargs)
+            return Recorded(self, spec, self._count_recorded(spec), args, kwargs)
         bound, _state, prep, decision = self._prepare_call(spec, args, kwargs)
-        step = start_step(spec, prep, _step_links(decision.step)) if self.spans else None
+        step = start_step(spec, prep, step_links(decision.step)) if self.spans else None
         pending = None
         if decision.how == "live":
             self.ledger.bump("live_model_calls" if spec.is_llm else "live_tool_calls")
             appender = self._appender_for(decision, bound)
             if appender is not None:
                 pending = appender.start(spec, prep, bound.index.run if bound.index else None)
-        return _Serving(self, spec, prep, decision, step, pending, bound)
+        return Serving(self, spec, prep, decision, step, pending, bound)
 
     def _observe(self, spec: ToolSpec, prep: Prepared, result: object, error: BaseException | None) -> None:
         self.ledger.remember(spec, prep.ids.seq, prep.captured.value, result, error)
@@ -604,7 +455,7 @@ class ReplaySession:
 
     def _prepare_call(
         self, spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> tuple[_ReplayRun, RunState, Prepared, _Decision]:
+    ) -> tuple[ReplayRun, RunState, Prepared, Decision]:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         if self.closed:
             raise ReplayError(f"this replay of {self.tape_path} has ended; call doubles inside its block")
@@ -635,7 +486,7 @@ class ReplaySession:
         declared = spec.side_effect or self.options.declared.get(spec.name)
         return declared == _READ_ONLY
 
-    def _decide(self, spec: ToolSpec, bound: _ReplayRun, prep: Prepared) -> _Decision:
+    def _decide(self, spec: ToolSpec, bound: ReplayRun, prep: Prepared) -> Decision:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         name = spec.name
         n = bound.position(name)
@@ -643,7 +494,7 @@ class ReplaySession:
         run_id = bound.recorded_id
         if spec.is_llm and self._models_live:
             self.ledger.bump("steps")
-            return _Decision("live")
+            return Decision("live")
         read_only = spec.is_llm or self._read_only(spec)
         if not read_only and name not in self.options.stubbed and not self._stub_all:
             if self._out_of_bounds and self._is_miss(bound, name, n, prep.captured.call_key):
@@ -671,12 +522,12 @@ class ReplaySession:
             if override is not _NO_OVERRIDE:
                 stub = () if read_only else ("stubbed_side_effects",)
                 self.ledger.bump("steps", "tape_hits", "overrides_applied", *stub)
-                return _Decision("tape", step=step, override=override, has_override=True)
+                return Decision("tape", step=step, override=override, has_override=True)
             if read_only:
                 self.ledger.bump("steps", "tape_hits")
             else:
                 self.ledger.bump("steps", "tape_hits", "stubbed_side_effects")
-            return _Decision("tape", step=step)
+            return Decision("tape", step=step)
         drifted = index.at_position(name, n) if index is not None else None
         if drifted is not None:
             self.ledger.bump("steps", "drift_events")
@@ -686,11 +537,11 @@ class ReplaySession:
         fake = self.options.fallbacks.get(name)
         if fake is not None:
             self.ledger.bump("steps", "tape_misses", "fallback_calls")
-            return _Decision("fallback", fake=fake)
+            return Decision("fallback", fake=fake)
         if self._new_episodes and read_only and not spec.is_llm:
             self.ledger.bump("steps", "tape_misses")
             self._check_declaration(spec, run_id, n, seq)
-            return _Decision("live", append=True)
+            return Decision("live", append=True)
         if self._out_of_bounds and not spec.is_llm:
             return self._answer_out_of_bounds(name, run_id, n, seq)
         self.ledger.bump("steps", "tape_misses")
@@ -699,19 +550,19 @@ class ReplaySession:
         )
 
     @staticmethod
-    def _is_miss(bound: _ReplayRun, name: str, n: int, call_key: str) -> bool:
+    def _is_miss(bound: ReplayRun, name: str, n: int, call_key: str) -> bool:
         """Neither a hit nor drift: the tape has no such call (looked up without consuming)."""
         index = bound.index
         return index is None or (not index.has(call_key) and index.at_position(name, n) is None)
 
-    def _answer_out_of_bounds(self, name: str, run_id: str, n: int, seq: int) -> _Decision:
+    def _answer_out_of_bounds(self, name: str, run_id: str, n: int, seq: int) -> Decision:
         self.ledger.bump("steps", "tape_misses", "out_of_bounds_calls")
         message = (
             f"{name} (call {n}, seq {seq}) is not on the tape: answered {{'error': {OUT_OF_BOUNDS!r}}} "
             "(on_miss='error_result')"
         )
         self.ledger.diverge(DivergenceKind.OUT_OF_BOUNDS, run_id, name, n, seq, message)
-        return _Decision("out_of_bounds", override={"error": OUT_OF_BOUNDS, "tool": name})
+        return Decision("out_of_bounds", override={"error": OUT_OF_BOUNDS, "tool": name})
 
     def _check_declaration(self, spec: ToolSpec, run_id: str, n: int, seq: int) -> None:
         """A tool recorded as not read-only that declares read_only now: the recorded declaration wins."""
@@ -775,7 +626,7 @@ class ReplaySession:
             self.ledger.diverge(DivergenceKind.STALE, run_id, step.tool, n, step.seq, message)
             warnings.warn(message, TapeWarning, stacklevel=4)
 
-    def _from_tape(self, decision: _Decision, spec: ToolSpec) -> Any:
+    def _from_tape(self, decision: Decision, spec: ToolSpec) -> Any:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         if decision.has_override:
             value = decision.override
@@ -790,7 +641,7 @@ class ReplaySession:
             raise rebuild_exception(step.error, step.attributes)
         return recorded_result(step, self.tape_path, spec.result_hint())
 
-    def _appender_for(self, decision: _Decision, bound: _ReplayRun) -> Appender | None:
+    def _appender_for(self, decision: Decision, bound: ReplayRun) -> Appender | None:
         if not decision.append or self.tape_path is None or bound.index is None:
             return None
         with self._lock:
@@ -841,114 +692,6 @@ class ReplaySession:
             raise unused_error(unused, self.tape_path, self.options.hints)
 
 
-class _Serving:
-    """One replayed call in flight: its replay span and appended step, if any, and how it ends."""
-
-    __slots__ = ("bound", "decision", "pending", "prep", "session", "spec", "step")
-
-    def __init__(
-        self,
-        session: ReplaySession,
-        spec: ToolSpec,
-        prep: Prepared,
-        decision: _Decision,
-        step: StepInFlight | None,
-        pending: AppendedStep | None,
-        bound: _ReplayRun,
-    ) -> None:
-        self.session = session
-        self.spec = spec
-        self.prep = prep
-        self.decision = decision
-        self.step = step
-        self.pending = pending
-        self.bound = bound
-
-    def _ended(self) -> None:
-        if self.decision.step is not None:
-            self.bound.served(self.decision.step)
-
-    def invoke(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """The recorded result (or exception), or what the fake or the live function returns."""
-        __tracebackhide__ = True  # pytest shows the user's frames, not ours
-        how = self.decision.how
-        if how == "tape":
-            return self.session._from_tape(self.decision, self.spec)
-        if how == "out_of_bounds":
-            return dict(self.decision.override)
-        return (self.decision.fake or fn)(*args, **kwargs)
-
-    def fail(self, exc: BaseException) -> None:
-        self._ended()
-        self.session._observe(self.spec, self.prep, None, exc)
-        if self.pending is not None:
-            self.pending.fail(exc)
-        if self.step is not None:
-            self.step.fail(exc)
-
-    def done(self, result: object) -> None:
-        self._ended()
-        self.session._observe(self.spec, self.prep, result, None)
-        if self.pending is not None:
-            self.pending.finish(result)
-        if self.step is not None:
-            self.step.finish(result, _as_recorded(self.decision))
-
-
-class _Recorded:
-    """One call while the replay records (modes ``once`` on a missing tape and ``all``): it runs live."""
-
-    __slots__ = ("args", "kwargs", "seq", "session", "spec")
-
-    def __init__(
-        self, session: ReplaySession, spec: ToolSpec, seq: int, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> None:
-        self.session = session
-        self.spec = spec
-        self.seq = seq
-        self.args = args
-        self.kwargs = kwargs
-
-    def invoke(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """Run the real function as a recorded step (a coroutine to await for async functions)."""
-        __tracebackhide__ = True  # pytest shows the user's frames, not ours
-        run = call_recorded_async if self.spec.is_async else call_recorded
-        return run(self.spec, fn, args, kwargs)
-
-    def fail(self, exc: BaseException) -> None:
-        self.session._observe_recorded(self.spec, self.seq, self.args, self.kwargs, None, exc)
-
-    def done(self, result: object) -> None:
-        self.session._observe_recorded(self.spec, self.seq, self.args, self.kwargs, result, None)
-
-
-def _as_recorded(decision: _Decision) -> CapturedResult | None:
-    """The recorded result's JSON when it was served as recorded: no need to capture it again."""
-    step = decision.step
-    if decision.how != "tape" or decision.has_override or step is None or step.result_json is None:
-        return None
-    type_json = step.attributes.get(A.RESULT_TYPE)
-    return CapturedResult(
-        step.result_json, step.result_sha256, step.result_truncated, type_json if isinstance(type_json, str) else None
-    )
-
-
-def _offsets(text: Any) -> list[int]:
-    if not isinstance(text, str):
-        return []
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return []
-    return [int(v) for v in value if isinstance(v, (int, float))] if isinstance(value, list) else []
-
-
-def _sleep_until(start_ns: int, offset_ns: int) -> None:
-    delay = (start_ns + offset_ns - time.monotonic_ns()) / 1e9
-    if delay > 0:
-        time.sleep(delay)
-
-
 def _in_asyncio() -> bool:
     """Whether an asyncio loop runs this coroutine (not trio, say, whose loop asyncio.sleep cannot use)."""
     try:
@@ -968,20 +711,6 @@ def _wrapped_divergence(error: BaseException, raised: list[ReplayDivergence]) ->
             return cause
         cause = cause.__cause__ or cause.__context__
     return None
-
-
-def _links(trace_id: str, span_id: str) -> list[Link]:
-    if not trace_id or not span_id or set(span_id) == {"0"}:
-        return []
-    try:
-        ctx = SpanContext(int(trace_id, 16), int(span_id, 16), is_remote=True, trace_flags=TraceFlags(1))
-    except ValueError:
-        return []
-    return [Link(ctx)]
-
-
-def _step_links(step: Step | None) -> list[Link]:
-    return _links(step.trace_id, step.span_id) if step is not None else []
 
 
 def select_runs(tape: Tape, options: ReplayOptions) -> tuple[Run, ...]:
