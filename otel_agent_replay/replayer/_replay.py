@@ -51,7 +51,8 @@ from otel_agent_replay.tape import Run, Tape, load_tape
 from . import _network as network
 from ._messages import Hints
 from ._options import Overrides, ReplayOptions
-from ._session import ReplaySession, select_runs
+from ._runs import select_runs
+from ._session import ReplaySession
 
 
 def _recorded_at(run: Run) -> _dt.datetime | None:

@@ -21,7 +21,8 @@ from otel_agent_replay.tape import Step
 from ._append import AppendedStep
 
 if TYPE_CHECKING:
-    from ._session import ReplayRun, ReplaySession
+    from ._runs import ReplayRun
+    from ._session import ReplaySession
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,6 @@ from otel_agent_replay.capture import (
 )
 from otel_agent_replay.comparison import RunView
 from otel_agent_replay.core import (
-    ConfigurationError,
     DivergenceKind,
     MissPolicy,
     ModelPolicy,
@@ -48,7 +47,6 @@ from otel_agent_replay.core import (
     StepKind,
     TapeStale,
     TapeWarning,
-    UnknownAgent,
 )
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import (
@@ -71,49 +69,11 @@ from ._ledger import Divergence, Ledger, ReplayStats
 from ._messages import declaration_changed, drift_error, miss_error, outside_error, refused_error, unused_error
 from ._network import NetworkGuard
 from ._options import ReplayOptions
+from ._runs import ReplayRun, has_agent, select_runs, take_run, unknown_agent
 from ._serving import Decision, Recorded, Serving, links, step_links
 from ._streaming import serve_stream, serve_stream_async
 
 _READ_ONLY = SideEffect.READ_ONLY
-
-
-class ReplayRun:
-    """A live run bound to the recorded run it replays (or to none: every call misses)."""
-
-    def __init__(self, index: RunIndex | None, state: RunState | None) -> None:
-        self.index = index
-        self.state = state
-        self.limits_applied = False
-        self._counts: dict[str, int] = {}
-        self._lock = threading.Lock()
-        self._latest_done: Step | None = None
-        """Of the recorded steps whose live call has ended, the one that started last when recorded."""
-
-    def order_before(self, step: Step) -> Step | None:
-        """A recorded step whose live call has already ended although, when recorded, it started only
-        after ``step`` had ended: the two ran one after the other, the other way round (an ``order``
-        divergence). Steps whose live calls overlap are never compared: the later one is not done."""
-        latest = self._latest_done
-        if latest is not None and 0 < step.end_ns <= latest.start_ns:
-            return latest
-        return None
-
-    def served(self, step: Step) -> None:
-        """The live call that ``step`` answered has ended."""
-        with self._lock:
-            latest = self._latest_done
-            if latest is None or step.start_ns > latest.start_ns:
-                self._latest_done = step
-
-    @property
-    def recorded_id(self) -> str:
-        return self.index.run.run_id if self.index is not None else ""
-
-    def position(self, tool: str) -> int:
-        with self._lock:
-            n = self._counts.get(tool, 0) + 1
-            self._counts[tool] = n
-            return n
 
 
 _NO_OVERRIDE = object()
@@ -253,8 +213,10 @@ class ReplaySession:
         with self._lock:
             recorded = self._take_run(agent_name, input_hash)
         self.ledger.bump("runs_replayed")
-        if recorded is None and not self._has_agent(agent_name):
-            self.ledger.fail(self._unknown_agent(agent_name, run_id), "", agent_name, 0, None)
+        if recorded is None and not has_agent(self._recorded_runs(), agent_name):
+            self.ledger.fail(
+                unknown_agent(self._recorded_runs(), agent_name, run_id, self.tape_path), "", agent_name, 0, None
+            )
         index = (
             RunIndex(recorded, include_models=self.options.model_policy == ModelPolicy.TAPE)
             if recorded is not None
@@ -278,34 +240,11 @@ class ReplaySession:
         return attrs, links(recorded.trace_id, recorded.span_id), bound
 
     def _take_run(self, agent_name: str, input_hash: str | None) -> Run | None:
-        """The first queued run of this agent with this input hash, else of this agent; taken off the queue.
+        """Take the recorded run a live run replays off the queue (called under the lock)."""
+        return take_run(self._queue, agent_name, input_hash)
 
-        Runs whose agent the tape does not say (foreign or incomplete runs) serve any agent, in order.
-        Called under the lock.
-        """
-        same = [n for n, run in enumerate(self._queue) if run.agent_name == agent_name]
-        if input_hash is not None:
-            same_input = [n for n in same if self._queue[n].attributes.get(A.INPUT_HASH) == input_hash]
-            same = same_input or same
-        if not same:
-            same = [n for n, run in enumerate(self._queue) if not run.agent_name]
-        return self._queue.pop(same[0]) if same else None
-
-    def _has_agent(self, agent_name: str) -> bool:
-        runs = select_runs(self.tape, self.options) if self.tape is not None else ()
-        return not runs or any(run.agent_name in (agent_name, "") for run in runs)
-
-    def _unknown_agent(self, agent_name: str, run_id: str) -> UnknownAgent:
-        runs = select_runs(self.tape, self.options) if self.tape is not None else ()
-        counts: dict[str, int] = {}
-        for run in runs:
-            counts[run.agent_name] = counts.get(run.agent_name, 0) + 1
-        agents = ", ".join(f"{name!r} ({n} run{'s' if n > 1 else ''})" for name, n in counts.items())
-        return UnknownAgent(
-            f"agent_run({agent_name!r}) (run {run_id}) has no recorded run on {self.tape_path}: the tape has runs "
-            f"of {agents}. Use the agent name the tape was recorded with, or record this agent (mode='once' "
-            "records a missing tape, mode='all' records it again)"
-        )
+    def _recorded_runs(self) -> tuple[Run, ...]:
+        return select_runs(self.tape, self.options) if self.tape is not None else ()
 
     def end_run(self, output: object, span: Span) -> None:
         """Learn a run's output (``view()`` shows the last one); then ``on_run_end``, if set."""
@@ -711,15 +650,3 @@ def _wrapped_divergence(error: BaseException, raised: list[ReplayDivergence]) ->
             return cause
         cause = cause.__cause__ or cause.__context__
     return None
-
-
-def select_runs(tape: Tape, options: ReplayOptions) -> tuple[Run, ...]:
-    runs = tape.runs
-    if options.run_id is not None:
-        return (tape.run(options.run_id),)
-    if options.trace_id is not None:
-        selected = tape.runs_of_trace(options.trace_id)
-        if not selected:
-            raise ConfigurationError(f"{tape.path}: no run of trace {options.trace_id!r} on this tape")
-        return selected
-    return runs
