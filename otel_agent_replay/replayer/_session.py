@@ -217,11 +217,7 @@ class ReplaySession:
             self.ledger.fail(
                 unknown_agent(self._recorded_runs(), agent_name, run_id, self.tape_path), "", agent_name, 0, None
             )
-        index = (
-            RunIndex(recorded, include_models=self.options.model_policy == ModelPolicy.TAPE)
-            if recorded is not None
-            else None
-        )
+        index = self._index(recorded) if recorded is not None else None
         bound = ReplayRun(index, None)
         with self._lock:
             self._bound.append(bound)
@@ -267,11 +263,7 @@ class ReplaySession:
             implicit = self._implicit
             if implicit is None:
                 recorded = self._queue.pop(0) if self._queue else None
-                index = (
-                    RunIndex(recorded, include_models=self.options.model_policy == ModelPolicy.TAPE)
-                    if recorded
-                    else None
-                )
+                index = self._index(recorded) if recorded else None
                 live = RunState(
                     recorded.run_id if recorded else "",
                     recorded.agent_name if recorded else "",
