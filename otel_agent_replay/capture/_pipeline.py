@@ -8,7 +8,7 @@ any value reaches a span attribute.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +17,7 @@ import orjson
 from ._canonical import JSONValue, dumps_canonical, json_text, key_from_json, normalize, to_jsonable
 from ._keys import NO_RULES, KeyRules
 from ._payload import BlobStore, Limits, cap_json, shorten_strings
-from ._rebuild import describe
+from ._rebuild import describe, plain_json_names
 from ._redact import DEFAULT_REDACTOR, Redactor
 
 
@@ -92,14 +92,14 @@ def capture_json(value: object, capture: Capture, *, canonical: bool = False) ->
     return redacted_json(value, capture)
 
 
-def redacted_json(value: object, capture: Capture) -> str:
+def redacted_json(value: object, capture: Capture, names: Collection[str] | None = None) -> str:
     """The redacted JSON text of a value, not normalised (a result is given back as it was).
 
     The fast path dumps once and checks the text; only text that may hold a secret is
-    parsed and walked by the redactor.
+    parsed and walked by the redactor. ``names``: ``plain_json_names(value)``, when known.
     """
     text = json_text(value)
-    if capture.redactor.may_redact(text):
+    if capture.redactor.may_redact(text, names):
         text = orjson.dumps(capture.redactor(orjson.loads(text))).decode("utf-8")
     return text
 
@@ -110,8 +110,9 @@ def capture_result(result: object, capture: Capture) -> CapturedResult:
     Only a shortened result carries ``sha256`` (of the full redacted JSON); then, when a
     blob store is configured, the full redacted JSON is stored there under that hash.
     """
-    full = redacted_json(result, capture)
-    desc, lossy = describe(result)
+    names = plain_json_names(result)  # None: not plain JSON, so its type is described
+    full = redacted_json(result, capture, names)
+    desc, lossy = describe(result) if names is None else (None, [])
     type_json = None if desc is None else orjson.dumps(desc).decode("utf-8")
     limits = capture.limits
     if len(full) <= limits.max_string:  # no string inside can be longer than the whole text

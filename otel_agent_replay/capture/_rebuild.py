@@ -23,6 +23,7 @@ import types
 import typing
 import uuid
 from decimal import Decimal
+from itertools import chain
 from pathlib import PurePath
 from typing import Any
 
@@ -100,36 +101,74 @@ def describe(value: object) -> tuple[Description, list[str]]:
 _SCALARS = frozenset(_PLAIN)
 _SCALARS_AND_CONTAINERS = _SCALARS | {dict, list}
 _STR = frozenset({str})
+_DICT = {dict}
 
 
 def is_plain_json(value: object) -> bool:
-    """Whether a value is made only of dict (str keys), list, str, int, float, bool and None.
+    """Whether a value is made only of dict (str keys), list, str, int, float, bool and None."""
+    return plain_json_names(value) is not None
 
-    The common case of results, checked with set operations over each container's item types
-    (C loops), not a Python call per item.
+
+_PAIR_FIELDS = ("name", "key", "Name", "Key")
+
+
+def plain_json_names(value: object) -> set[str] | None:
+    """The names in a plain-JSON value that redaction decides, or None when it is not plain JSON.
+
+    Plain JSON is made only of dict (str keys), list, str, int, float, bool and None. The names
+    are every dict key, the name of each ``{"name": ..., "value": ...}`` entry and the first
+    item of each two-item list whose first item is a string (a header pair): the strings the
+    redactor's walk tests with ``is_secret_key``. One walk answers both questions, with set
+    operations over item types (C loops) rather than a Python step per item; a list of dicts
+    (records) is checked as a whole.
     """
-    stack = [value]
+    names: set[str] = set()
+    stack: list[Any] = [value]
     while stack:
         item = stack.pop()
         kind = type(item)
         items: Any
         if kind is dict:
-            if not _STR.issuperset(map(type, item)):  # type: ignore[call-overload]
-                return False
-            items = item.values()  # type: ignore[attr-defined]
+            names.update(item)
+            if "value" in item or "Value" in item:
+                _pair_name(item, names)
+            items = item.values()
+            kinds = set(map(type, items))
         elif kind is list:
             items = item
+            kinds = set(map(type, items))
+            if kinds == _DICT:  # records: every dict's keys and values at once
+                names.update(*items)
+                if "value" in names or "Value" in names:
+                    for entry in items:
+                        if "value" in entry or "Value" in entry:
+                            _pair_name(entry, names)
+                items = list(chain.from_iterable(map(dict.values, items)))
+                kinds = set(map(type, items))
         elif kind in _SCALARS:
             continue
         else:
-            return False
-        kinds = set(map(type, items))
+            return None
         if kinds <= _SCALARS:
             continue
         if not kinds <= _SCALARS_AND_CONTAINERS:
-            return False
-        stack.extend(x for x in items if type(x) is dict or type(x) is list)
-    return True
+            return None
+        for x in items:
+            if type(x) is dict:
+                stack.append(x)
+            elif type(x) is list:
+                stack.append(x)
+                if len(x) == 2 and type(x[0]) is str:
+                    names.add(x[0])
+    return names if _STR.issuperset(map(type, names)) else None
+
+
+def _pair_name(entry: dict[str, object], names: set[str]) -> None:
+    for field in _PAIR_FIELDS:
+        name = entry.get(field)
+        if type(name) is str:
+            names.add(name)
+            return
 
 
 def _items(values: cabc.Iterable[object], depth: int, lossy: _Lossy) -> list[Description] | None:

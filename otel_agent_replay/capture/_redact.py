@@ -56,7 +56,7 @@ import enum
 import logging
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Final, TypeAlias
 
@@ -208,15 +208,17 @@ class Redactor:
         """Apply the value patterns (only) to one string; returns ``text`` itself if clean."""
         return self._scan(text)
 
-    def may_redact(self, json_text: str) -> bool:
+    def may_redact(self, json_text: str, names: Collection[str] | None = None) -> bool:
         """Cheap check on the compact JSON text of some data: False only if redacting it would change nothing.
 
         Lets capture skip the walk over a large clean value. Conservative: with user
-        patterns or processors (which may do anything) it always says True. Keys are found
-        in the text itself (a key is a string followed by ``:``, a header-pair name a string
-        between ``[`` and ``,``) and decided by ``is_secret_key``, as the walk decides them;
-        text with escaped quotes (JSON inside strings), name/value pair objects, or many
-        strings falls back to looking for the secret key words anywhere in it.
+        patterns or processors (which may do anything) it always says True. ``names``: the
+        names the walk would test as keys (``plain_json_names`` of the same data), when known;
+        they are decided by ``is_secret_key`` as the walk decides them. Without them, keys are
+        found in the text itself (a key is a string followed by ``:``, a header-pair name a
+        string between ``[`` and ``,``); text with escaped quotes (JSON inside strings),
+        name/value pair objects, or many strings falls back to looking for the secret key
+        words anywhere in it.
         """
         if self.patterns or self.processors or self.pii:
             return True
@@ -227,6 +229,8 @@ class Redactor:
             return True
         if not compiled.key_words:
             return False
+        if names is not None and "\\" not in json_text:  # no escape, so no JSON inside a string (whose keys count too)
+            return self._names_hit(names)
         if len(json_text) <= _SHORT_TEXT:  # small arguments: the word scan is cheaper than the key walk
             return self._has_key_word(json_text)
         found = self._scan_keys(json_text) if json_text.count('"') <= 2 * _MANY_STRINGS else None
@@ -266,6 +270,20 @@ class Redactor:
                         return True
             pos = end + 1
         return None
+
+    def _names_hit(self, names: Collection[str]) -> bool:
+        cache = self._compiled.key_cache
+        for name in names:
+            if len(name) > _LONG_NAME:
+                if self._has_key_word(name):
+                    return True
+                continue
+            secret = cache.get(name)
+            if secret is None:
+                secret = self.is_secret_key(name)
+            if secret:
+                return True
+        return False
 
     def _has_key_word(self, text: str) -> bool:
         lowered = text.lower()

@@ -47,6 +47,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_agent_replay.capture._canonical import call_key, dumps_canonical, normalize, to_jsonable
+from otel_agent_replay.capture._rebuild import plain_json_names
 from otel_agent_replay.capture._redact import (
     DEFAULT_REDACTOR,
     KEY_PLACEHOLDER,
@@ -573,6 +574,7 @@ def test_the_cheap_text_check_never_skips_what_the_walk_would_change() -> None:
         if DEFAULT_REDACTOR(value) != value:
             changed += 1
             assert DEFAULT_REDACTOR.may_redact(text), text
+            assert DEFAULT_REDACTOR.may_redact(text, plain_json_names(value)), text
     assert changed > 30
 
 
@@ -635,8 +637,35 @@ def test_the_cheap_check_never_skips_random_data_the_walk_would_change(seed: int
         value = _random_value(rng)
         if DEFAULT_REDACTOR(value) != value:
             changed += 1
-            assert DEFAULT_REDACTOR.may_redact(orjson.dumps(value).decode()), value
+            text = orjson.dumps(value).decode()
+            assert DEFAULT_REDACTOR.may_redact(text), value
+            assert DEFAULT_REDACTOR.may_redact(text, plain_json_names(value)), value
     assert changed > 100
+
+
+def test_the_names_of_plain_json_are_its_keys_pair_names_and_header_names() -> None:
+    value = {
+        "orders": [{"id": 1, "note": "x"}],
+        "env": [{"name": "DB_PASSWORD", "value": "s"}, {"Key": "Owner", "Value": "me"}],
+        "headers": [["Cookie", "a=b"], ["not", "a", "pair"]],
+    }
+    assert plain_json_names(value) == {
+        "orders", "id", "note", "env", "name", "value", "DB_PASSWORD", "Key", "Value", "Owner", "headers", "Cookie"
+    }  # fmt: skip
+    assert plain_json_names({"t": (1, 2)}) is None and plain_json_names({1: "x"}) is None
+    assert plain_json_names([{1: "x"}]) is None and plain_json_names([{"a": (1,)}, {"b": 2}]) is None
+    assert plain_json_names([{"a": [{"name": "token", "value": "x"}]}, {"b": {"c": 1}}]) == {
+        "a",
+        "name",
+        "value",
+        "token",
+        "b",
+        "c",
+    }
+    clean = {"orders": [{"order_id": f"o{i}", "note": "parcel shipped"} for i in range(200)]}
+    text = orjson.dumps(clean).decode()
+    assert not DEFAULT_REDACTOR.may_redact(text, plain_json_names(clean))  # many strings, no word scan
+    assert DEFAULT_REDACTOR.may_redact(text, {"api_key"})
 
 
 # --- issue 9: keys, bytes, personal data -------------------------------------------------------------
