@@ -16,6 +16,7 @@ from ._canonical import (
     make_binder,
     normalize,
 )
+from ._describe import UNNAMED, Description, class_name, describe, exception_facts
 from ._keys import NO_RULES, PRESET_TOKEN, VOLATILE_MODEL_FIELDS, KeyRules, expand
 from ._payload import BlobStore, Limits
 from ._pipeline import (
@@ -30,16 +31,7 @@ from ._pipeline import (
     messages_json,
     usage_tokens,
 )
-from ._rebuild import (
-    UNNAMED,
-    Description,
-    class_name,
-    describe,
-    exception_facts,
-    loaded_class,
-    rebuild,
-    rebuild_exception_as,
-)
+from ._rebuild import loaded_class, rebuild, rebuild_exception_as
 from ._redact import DEFAULT_REDACTOR, KEY_PLACEHOLDER, PII_NAMES, Redactor
 
 __all__ = [

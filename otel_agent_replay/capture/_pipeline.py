@@ -15,9 +15,9 @@ from typing import Any
 import orjson
 
 from ._canonical import JSONValue, dumps_canonical, json_text, key_from_json, normalize, to_jsonable
+from ._describe import describe, plain_json_names
 from ._keys import NO_RULES, KeyRules
 from ._payload import BlobStore, Limits, cap_json, shorten_strings
-from ._rebuild import describe, plain_json_names
 from ._redact import DEFAULT_REDACTOR, Redactor
 
 

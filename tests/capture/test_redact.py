@@ -47,7 +47,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_agent_replay.capture._canonical import call_key, dumps_canonical, normalize, to_jsonable
-from otel_agent_replay.capture._rebuild import plain_json_names
+from otel_agent_replay.capture._describe import plain_json_names
 from otel_agent_replay.capture._redact import (
     DEFAULT_REDACTOR,
     KEY_PLACEHOLDER,
