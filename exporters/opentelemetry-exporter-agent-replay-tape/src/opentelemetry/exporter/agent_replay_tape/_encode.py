@@ -94,7 +94,11 @@ def encode_span(span: ReadableSpan) -> dict[str, Any]:
     out["endTimeUnixNano"] = str(span.end_time or 0)
     attributes = span.attributes
     if attributes:
-        out["attributes"] = [{"key": k, "value": encode_value(v)} for k, v in attributes.items()]
+        # text is most of a step's attributes: its AnyValue is built inline, the rest by encode_value
+        out["attributes"] = [
+            {"key": k, "value": {"stringValue": v} if type(v) is str else encode_value(v)}
+            for k, v in attributes.items()
+        ]
     if span.dropped_attributes:
         out["droppedAttributesCount"] = span.dropped_attributes
     if span.events:
