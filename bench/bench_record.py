@@ -673,6 +673,17 @@ class Bench(benchlib.BenchBase[Plan]):
             os.close(fd)
             path.unlink()
         parts += list(writes.items())
+
+        def t_records(n: int) -> None:
+            for _ in range(n):
+                capture_result(RECORDS, capture)
+
+        parts.append(
+            (
+                "capture_result, 20 records (4 KB; not in the sums below)",
+                time_loop(t_records, p.breakdown_n, p.reps, 200),
+            )
+        )
         for name, sample in parts:
             rep.add(self.timed_row(sec, name, sample))
         sdk = self.report.data["per_call"]["sdk_span_with_step_attributes"]["document"]["median_us"]
