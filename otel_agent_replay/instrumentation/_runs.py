@@ -17,7 +17,15 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import INVALID_SPAN, Link, Span, SpanKind
 
-from otel_agent_replay.capture import DEFAULT_CAPTURE, Capture, Limits, bind_arguments, capture_json, hash_text
+from otel_agent_replay.capture import (
+    DEFAULT_CAPTURE,
+    DEFAULT_REDACTOR,
+    Capture,
+    Limits,
+    bind_arguments,
+    capture_json,
+    hash_text,
+)
 from otel_agent_replay.core import ConfigurationError, Scope, __version__
 from otel_agent_replay.core import attributes as A
 
@@ -118,7 +126,9 @@ class agent_run(Scope[RunHandle, _Entered]):
         """The decorated function's signature, when used as a decorator."""
         if not agent_name or not isinstance(agent_name, str):
             raise ConfigurationError(f"agent_run needs an agent name (a non-empty string), got {agent_name!r}")
-        self.agent_name = agent_name
+        # The name reaches the run span's name and gen_ai.agent.name, and binds runs at replay: it is
+        # redacted once, here, with the default rules (as tool names are), so record and replay agree.
+        self.agent_name = DEFAULT_REDACTOR.redact_text(agent_name)
         self.run_id = run_id
         self.agent_version = agent_version
         self.task = task

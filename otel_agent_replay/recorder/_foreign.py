@@ -4,16 +4,18 @@ Spans of the SDK's own instrumentation are redacted as they are made; a span the
 (or a library it uses) starts under a recorded run carries whatever it was given: headers,
 URLs with tokens, exception messages. The router hands every span of a recorded run to its
 recording, so this is the one place to redact them: attribute values (under a secret key, the
-whole value), event attributes, the status description, the span name.
+whole value), event and link attributes, the status description, the span name. The resource
+(every span's, the SDK's own too) is redacted here as well, once per resource.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
-from opentelemetry.trace import Status
+from opentelemetry.trace import Link, Status
 
 from otel_agent_replay.capture import KEY_PLACEHOLDER, Redactor
 from otel_agent_replay.core import attributes as A
@@ -69,9 +71,13 @@ def redacted_span(span: ReadableSpan, redactor: Redactor) -> ReadableSpan:
             status = Status(status.status_code, clean)
             changed = True
     name = redactor.redact_text(span.name)
+    links: list[Link] = []
+    for link in span.links:
+        link_attrs, link_changed = _attributes(redactor, link.attributes)
+        changed = changed or link_changed
+        links.append(Link(link.context, link_attrs) if link_changed else link)
     if not changed and name == span.name:
         return span
-    links: Sequence[Any] = span.links
     return ReadableSpan(
         name=name,
         context=span.get_span_context(),
@@ -86,3 +92,46 @@ def redacted_span(span: ReadableSpan, redactor: Redactor) -> ReadableSpan:
         end_time=span.end_time,
         instrumentation_scope=span.instrumentation_scope,
     )
+
+
+class ResourceRedaction:
+    """The resource's attributes redacted, once per resource: a provider's resource is one object
+    (``OTEL_RESOURCE_ATTRIBUTES``, ``OTEL_SERVICE_NAME``, the application's ``Resource``), so only
+    a resource with something to redact costs anything per span."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._seen: dict[int, tuple[Resource, Resource]] = {}
+
+    def clean(self, resource: Resource) -> Resource:
+        """``resource`` itself when it has nothing to redact, else a redacted copy (the same copy each time)."""
+        hit = self._seen.get(id(resource))
+        if hit is not None and hit[0] is resource:
+            return hit[1]
+        attrs, changed = _attributes(self._redactor, resource.attributes)
+        clean = Resource(attrs or {}, resource.schema_url) if changed else resource
+        if len(self._seen) > 16:
+            self._seen.clear()
+        self._seen[id(resource)] = (resource, clean)
+        return clean
+
+    def __call__(self, span: ReadableSpan) -> ReadableSpan:
+        """``span`` itself, or a copy with its resource redacted."""
+        resource = span.resource
+        clean = self.clean(resource)
+        if clean is resource:
+            return span
+        return ReadableSpan(
+            name=span.name,
+            context=span.get_span_context(),
+            parent=span.parent,
+            resource=clean,
+            attributes=span.attributes,
+            events=span.events,
+            links=span.links,
+            kind=span.kind,
+            status=span.status,
+            start_time=span.start_time,
+            end_time=span.end_time,
+            instrumentation_scope=span.instrumentation_scope,
+        )

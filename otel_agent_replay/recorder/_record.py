@@ -49,7 +49,7 @@ from otel_agent_replay.integrations import HttpActivation, HttpRoute, activate
 from otel_agent_replay.store import Store, open_store
 from otel_agent_replay.tape import Tape, load_tape
 
-from ._foreign import is_ours, redacted_span
+from ._foreign import ResourceRedaction, is_ours, redacted_span
 
 StoreOption = Union[Store, str, "os.PathLike[str]", None]
 """``record(store=...)``: a ``Store``, a SQLite path or a ``postgresql://`` URL, or None."""
@@ -141,6 +141,7 @@ class Recording:
         self.otlp = otlp
         """The OTLP side of this recording, or None when its spans go to the tape only."""
         self.sink = sink
+        self._resource = ResourceRedaction(capture.redactor)
         self.open = True
         self.http: HttpActivation | None = None
         """The patched HTTP transports this recording holds (``record(http_models=False)``: None)."""
@@ -163,10 +164,12 @@ class Recording:
     def write(self, span: ReadableSpan) -> None:
         """Append a finished span to the tape, then queue it for OTLP (which never blocks).
 
-        The application's own spans are redacted first (the SDK's are redacted as they are made).
+        The application's own spans are redacted first (the SDK's are redacted as they are made),
+        then every span's resource (once per resource object; a clean one costs nothing more).
         """
         if not is_ours(span):
             span = redacted_span(span, self.capture.redactor)
+        span = self._resource(span)
         self.exporter.export((span,))
         if self.otlp is not None:
             self.otlp.on_end(span)

@@ -3,6 +3,9 @@ folder, nor OTLP (content capture on and off); ``check`` flags whatever a record
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +20,15 @@ from helpers.secrets import (
     GITHUB_CLASSIC,
     GITLAB,
     HUGGINGFACE,
+    JWT,
     NPM_TOKEN,
+    OPENAI_LEGACY,
     PYPI_TOKEN,
     QUERY_TOKEN,
     REPR_PASSWORD,
     SECRETS,
     SENDGRID,
+    SLACK_BOT,
     SLACK_WEBHOOK_PATH,
     STRIPE_LIVE,
     URL_AT_PASSWORD,
@@ -31,7 +37,7 @@ from helpers.secrets import (
     realistic_value,
 )
 from opentelemetry import trace
-from opentelemetry.trace import Status, StatusCode
+from opentelemetry.trace import Link, Status, StatusCode
 
 from otel_agent_replay import Redactor, agent_run, load_tape, record, replay, tool
 from otel_agent_replay.cli import main
@@ -54,7 +60,7 @@ def failing(why: str) -> None:
 
 def _agent(tracer: trace.Tracer) -> None:
     with agent_run(
-        "leaky-agent",
+        f"leaky-agent-{SLACK_BOT}",
         task=f"mail the report with {SENDGRID}",
         conversation_id=f"conv-{NPM_TOKEN}",
         agent_version=f"1.0+{PYPI_TOKEN}",
@@ -72,7 +78,11 @@ def _agent(tracer: trace.Tracer) -> None:
             "http.request.header.authorization": (f"Basic {BASIC_CREDENTIALS}",),
             "app.note": FREE_TEXT[6],
         }
-        with tracer.start_as_current_span(f"POST hooks.slack.com/{SLACK_WEBHOOK_PATH}", attributes=user_attrs) as span:
+        linked = trace.get_current_span().get_span_context()
+        links = [Link(linked, {"peer.auth": f"Bearer {JWT}", "note": f"see {OPENAI_LEGACY}"})]
+        with tracer.start_as_current_span(
+            f"POST hooks.slack.com/{SLACK_WEBHOOK_PATH}", attributes=user_attrs, links=links
+        ) as span:
             span.add_event("retry", {"detail": f"Cookie: {COOKIE_SESSION}", "token": GITHUB_CLASSIC})
             span.set_status(Status(StatusCode.ERROR, f"send failed: SharedAccessKey={AZURE_SAS_KEY}"))
         run.set_output(realistic_value())
@@ -129,3 +139,34 @@ def test_check_flags_what_a_recording_without_redaction_left(tmp_path: Path) -> 
     assert len(flagged_lines) == len(FREE_TEXT)
     assert any("the error message" in f.message for f in findings)
     assert main(["check", str(tape)]) == CHECK_SECRET
+
+
+def test_no_secret_in_the_resource_reaches_the_tape_or_otlp(tmp_path: Path) -> None:
+    tape = tmp_path / "resource.jsonl"
+    script = f"""
+from otel_agent_replay import agent_run, record, tool
+
+@tool(side_effect="read_only")
+def ping() -> str:
+    return "pong"
+
+with record({str(tape)!r}, otlp={{endpoint!r}}):
+    with agent_run("a"):
+        ping()
+"""
+    env = {
+        **os.environ,
+        "OTEL_RESOURCE_ATTRIBUTES": f"deployment.environment=prod,deploy.api_key=k-1,vcs.token={GITHUB_CLASSIC}",
+        "OTEL_SERVICE_NAME": f"orders-{STRIPE_LIVE}",
+    }
+    with http_receiver() as (endpoint, got):
+        code = script.replace("{endpoint!r}", repr(endpoint))
+        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        sent = b"".join(request.SerializeToString() for request in got.requests)
+    data = tape.read_bytes()
+    for where in (data, sent):
+        assert GITHUB_CLASSIC.encode() not in where and STRIPE_LIVE.encode() not in where and b"k-1" not in where
+        assert b"deployment.environment" in where and b"prod" in where  # the rest of the resource is kept
+    assert len(got.spans()) == 2
+    assert load_tape(tape).runs[0].agent_name == "a"
