@@ -287,6 +287,9 @@ class Redactor:
 
     def _has_key_word(self, text: str) -> bool:
         lowered = text.lower()
+        search = self._compiled.key_word_search
+        if search is not None and len(lowered) <= _SHORT_TEXT:
+            return search.search(lowered) is not None
         return any(word in lowered for word in self._compiled.key_words)
 
     def is_secret_key(self, key: str) -> bool:

@@ -405,6 +405,8 @@ class CompiledRules:
     field_triggers: tuple[str, ...]
     key_words: tuple[str, ...]
     """Every secret key name contains one of these, lower-cased (a superset)."""
+    key_word_search: re.Pattern[str] | None
+    """The key words in one regex, for short text (three times faster there than a find per word)."""
 
     def decide(self, key: str) -> bool:
         """Whether ``key`` names a secret (uncached; see ``Redactor.is_secret_key``)."""
@@ -457,6 +459,7 @@ def compile_rules(keys: tuple[str, ...], patterns: Iterable[object], defaults: b
 
     all_gates = [branch for same_guard in gates.values() for branch in same_guard]
     user_words = [_words(key) for key in keys]
+    key_words = _key_words(defaults, user_words)
     return CompiledRules(
         defaults=defaults,
         user_suffixes=tuple("".join(words) for words in user_words if words),
@@ -467,7 +470,8 @@ def compile_rules(keys: tuple[str, ...], patterns: Iterable[object], defaults: b
         full=re.compile("|".join(branches)) if branches else None,
         placeholders=placeholders,
         separate=tuple(separate),
-        key_words=_key_words(defaults, user_words),
+        key_words=key_words,
+        key_word_search=re.compile("|".join(map(re.escape, key_words))) if key_words else None,
         min_len=1 if "" in gates else _MIN_SECRET_LEN,
         fields=re.compile("|".join(fields)) if fields else None,
         field_triggers=_FIELD_TRIGGERS if defaults else (),
