@@ -10,6 +10,7 @@ import platform
 import shutil
 import subprocess
 import uuid
+import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -26,7 +27,7 @@ from otel_agent_replay.capture import (
     capture_json,
     hash_text,
 )
-from otel_agent_replay.core import ConfigurationError, Scope, __version__
+from otel_agent_replay.core import ConfigurationError, RecordingWarning, Scope, __version__
 from otel_agent_replay.core import attributes as A
 
 from ._outside import ACTIVE_RECORDINGS, ACTIVE_REPLAYS, only_recording
@@ -217,6 +218,9 @@ class agent_run(Scope[RunHandle, _Entered]):
         exc: BaseException | None,
     ) -> None:
         state, handle, undo, session = entered
+        left_open = state.end_open_streams()
+        if left_open:
+            warn_left_open(left_open)
         run_ended(state)
         try:
             if exc is not None:
@@ -248,3 +252,21 @@ class agent_run(Scope[RunHandle, _Entered]):
         bound = self._options()
         bound._signature = inspect.signature(fn)
         return Scope.__call__(bound, fn)
+
+
+_warned_open: set[str] = set()
+
+
+def warn_left_open(names: list[str]) -> None:
+    """Say, once per tool or model function, that its stream was still open when its run ended."""
+    fresh = [name for name in dict.fromkeys(names) if name not in _warned_open]
+    _warned_open.update(fresh)
+    if fresh:
+        warnings.warn(
+            f"the stream of {', '.join(map(repr, fresh))} was still open when its run ended: its step ends with "
+            "the chunks received so far. Consume or close the stream inside the run (a `with` block, or "
+            "`close()`/`aclose()` when you stop early) to record it as the agent used it.",
+            RecordingWarning,
+            stacklevel=4,
+        )
+

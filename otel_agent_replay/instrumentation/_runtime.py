@@ -35,6 +35,7 @@ class RunState:
     __slots__ = (
         "_counts",
         "_lock",
+        "_open",
         "_seq",
         "_targets",
         "agent_name",
@@ -58,6 +59,7 @@ class RunState:
         self._seq = 0
         self._counts: dict[tuple[str, str], int] = {}
         self._targets: dict[int, tuple[object, str]] = {}
+        self._open: dict[int, tuple[str, Callable[[], None]]] = {}
         self._lock = threading.Lock()
 
     def next_step(self, name: str, enclosing_step_id: str | None, *, model: bool = False) -> StepIds:
@@ -101,6 +103,32 @@ class RunState:
     @property
     def steps_started(self) -> int:
         return self._seq
+
+    def stream_opened(self, name: str, end: Callable[[], None]) -> int:
+        """Note a streamed step that has started; ``end`` ends it as recorded so far. Returns its token."""
+        token = id(end)
+        with self._lock:
+            self._open[token] = (name, end)
+        return token
+
+    def stream_closed(self, token: int) -> bool:
+        """The stream has ended (or is being ended): True for the one caller that ends it."""
+        with self._lock:
+            return self._open.pop(token, None) is not None
+
+    def end_open_streams(self) -> list[str]:
+        """End the streams still open as the run ends (their consumers never closed them), as recorded so
+        far, so that their steps reach the tape; returns their names. Never raises."""
+        with self._lock:
+            still_open = list(self._open.values())
+        ended: list[str] = []
+        for name, end in still_open:
+            try:
+                end()
+            except Exception:  # the step is lost rather than the run's own end
+                continue
+            ended.append(name)
+        return ended
 
 
 current_run: ContextVar[RunState | None] = ContextVar("agent_replay_run", default=None)

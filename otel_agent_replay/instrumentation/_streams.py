@@ -2,10 +2,11 @@
 
 The step starts when the consumer asks for the first chunk and ends when the stream ends, raises,
 or the consumer stops early (``close()``, ``break``, garbage collection): then it ends as recorded
-so far. Its result is the array of chunks; ``agent_replay.stream.offsets_ns`` holds each chunk's
-offset from the step's start. The step's span and ids are current only while the stream's own code
-runs (between the consumer's requests), never while the consumer runs, so a tool the consumer
-calls between two chunks is not nested under the stream.
+so far; a stream still open when its run ends is ended then, as recorded so far. Its result is the
+array of chunks; ``agent_replay.stream.offsets_ns`` holds each chunk's offset from the step's
+start. The step's span and ids are current only while the stream's own code runs (between the
+consumer's requests), never while the consumer runs, so a tool the consumer calls between two
+chunks is not nested under the stream.
 """
 
 from __future__ import annotations
@@ -29,15 +30,21 @@ from ._steps import StepInFlight, begin_step
 class Chunks:
     """The chunks of one streamed step so far, with their offsets, and how the step ends."""
 
-    __slots__ = ("items", "offsets", "start", "step")
+    __slots__ = ("items", "offsets", "start", "step", "token")
 
     def __init__(self, step: StepInFlight | None) -> None:
         self.step = step
         self.items: list[Any] = []
         self.offsets: list[int] = []
         self.start = time.monotonic_ns()
+        self.token = 0
         if step is not None:
             detach(step)
+            # a stream its consumer never closes is ended by its run's end, so its step still reaches the tape
+            self.token = step.run.stream_opened(step.spec.name, self._left_open)
+
+    def _left_open(self) -> None:
+        self.end(None)
 
     def add(self, chunk: Any) -> None:
         self.items.append(chunk)
@@ -63,8 +70,8 @@ class Chunks:
     def end(self, error: BaseException | None) -> None:
         """End the step with the chunks so far (and the error, when the stream raised)."""
         step = self.step
-        if step is None:
-            return
+        if step is None or not step.run.stream_closed(self.token):
+            return  # ended already (by the stream itself, or by its run's end)
         self.step = None
         step.span.set_attribute(A.STREAM_OFFSETS, orjson.dumps(self.offsets).decode("utf-8"))
         if error is None:

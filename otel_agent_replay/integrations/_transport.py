@@ -165,9 +165,16 @@ def _streamed(module: ModuleType, step: StepInFlight, started: float, response: 
     status, headers = response.status_code, kept_headers(response.headers)
     if is_event_stream(response.headers) and response.headers.get("content-encoding", "identity") == "identity":
         recorder = EventRecorder(started)
-        response.stream = live_stream_class(module)(
-            response.stream, recorder, lambda: _finish(step, recorder.result(status, headers))
-        )
+        token = 0
+
+        def done() -> None:
+            if step.run.stream_closed(token):  # not ended already by the run's end
+                _finish(step, recorder.result(status, headers))
+
+        stream = live_stream_class(module)(response.stream, recorder, done)
+        # a stream the SDK never closes is ended by its run's end, so its step still reaches the tape
+        token = step.run.stream_opened(step.spec.name, stream.finish)
+        response.stream = stream
         return response
     return None
 

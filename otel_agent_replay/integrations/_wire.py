@@ -201,7 +201,8 @@ def live_stream_class(module: ModuleType) -> type:
                 self._done = done
                 self._finished = False
 
-            def _finish(self) -> None:
+            def finish(self) -> None:
+                """End the step with what arrived so far (once; later calls do nothing)."""
                 if not self._finished:
                     self._finished = True
                     try:
@@ -223,13 +224,13 @@ def live_stream_class(module: ModuleType) -> type:
                 try:
                     self._inner.close()
                 finally:
-                    self._finish()
+                    self.finish()
 
             async def aclose(self) -> None:
                 try:
                     await self._inner.aclose()
                 finally:
-                    self._finish()
+                    self.finish()
 
         cls = _stream_classes[key] = RecordingStream
     return cls

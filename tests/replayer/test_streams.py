@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import inspect
 import time
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 from helpers.rawtape import steps_of
 
 from otel_agent_replay import agent_run, load_tape, model_call, record, replay, tool
+from otel_agent_replay.core import RecordingWarning
 from otel_agent_replay.core import attributes as A
 
 
@@ -183,3 +185,35 @@ def test_a_double_of_a_generator_tool_streams_too(tape: Path) -> None:
         assert inspect.isgeneratorfunction(double)
         assert list(double(3)) == live
     assert RAN == ["numbers"]
+
+
+def test_a_stream_still_open_when_its_run_ends_reaches_the_tape_as_recorded_so_far(tape: Path) -> None:
+    def agent() -> tuple[list[Any], Iterator[dict[str, Any]]]:
+        stream = numbers(5)
+        return [next(stream), next(stream)], stream  # two chunks read, the stream kept open past the run
+
+    RAN.clear()
+    with record(tape):
+        warned = pytest.warns(RecordingWarning, match=r"stream of 'numbers' was still open when its run ended")
+        with warned, agent_run("leaky"):
+            live, kept = agent()
+        assert next(kept)["i"] == 3  # the consumer may go on after the run: the step is not touched again
+    (step,) = load_tape(tape).runs[0].steps
+    assert [c["i"] for c in orjson.loads(step.result_json)] == [1, 2]
+    assert step.end_ns <= load_tape(tape).runs[0].end_ns
+    with replay(tape) as session, agent_run("leaky"):
+        replayed, _ = agent()
+    assert replayed == live and session.stats["live_tool_calls"] == 0 and session.stats["drift_events"] == 0
+
+
+def test_an_async_stream_still_open_when_its_run_ends_reaches_the_tape(tape: Path) -> None:
+    async def agent() -> list[str]:
+        stream = tokens("m", 4)
+        return [await stream.__anext__()]
+
+    with record(tape), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RecordingWarning)  # warned once per name, maybe already
+        with agent_run("leaky-async"):
+            live = asyncio.run(agent())
+    (step,) = load_tape(tape).runs[0].steps
+    assert orjson.loads(step.result_json) == ["tok1"] == live
