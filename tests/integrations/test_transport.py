@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import warnings
 from pathlib import Path
 from types import ModuleType
 
@@ -183,3 +184,19 @@ def test_a_consumer_that_stops_early_ends_the_step_with_what_arrived(tape: Path)
     events = orjson.loads(span.attrs[A.MODEL_RESULT])["events"]
     assert 1 <= len(events) < 8  # what had arrived when the stream was closed, not the whole answer
     assert replayed == live == events[0]["text"].encode()
+
+
+def test_an_event_stream_still_open_when_its_run_ends_reaches_the_tape(tape: Path) -> None:
+    with fake_provider() as fp, httpx2.Client() as client:
+        with record(tape):
+            with warnings.catch_warnings(record=True), agent_run("open-stream"):
+                request = client.build_request("POST", fp.url + "/v1/chat/completions", json=BODY)
+                response = client.send(request, stream=True)
+                chunks = response.iter_raw()
+                first = next(chunks)
+            rest = b"".join(chunks)  # read after the run: not part of its step
+            response.close()
+        assert rest
+    (span,) = [s for s in raw_spans(tape) if s.attrs.get(A.KIND) == "llm"]
+    events = orjson.loads(span.attrs[A.MODEL_RESULT])["events"]
+    assert 1 <= len(events) < 8 and events[0]["text"].encode() == first

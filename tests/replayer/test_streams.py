@@ -208,12 +208,15 @@ def test_a_stream_still_open_when_its_run_ends_reaches_the_tape_as_recorded_so_f
 
 def test_an_async_stream_still_open_when_its_run_ends_reaches_the_tape(tape: Path) -> None:
     async def agent() -> list[str]:
-        stream = tokens("m", 4)
-        return [await stream.__anext__()]
+        with agent_run("leaky-async"):
+            stream = tokens("m", 4)
+            first = [await stream.__anext__()]
+        # the run has ended, the stream is still open: asyncio.run closes it only after this returns
+        assert await stream.__anext__() == "tok2"
+        return first
 
     with record(tape), warnings.catch_warnings():
         warnings.simplefilter("ignore", RecordingWarning)  # warned once per name, maybe already
-        with agent_run("leaky-async"):
-            live = asyncio.run(agent())
+        live = asyncio.run(agent())
     (step,) = load_tape(tape).runs[0].steps
     assert orjson.loads(step.result_json) == ["tok1"] == live
