@@ -31,7 +31,8 @@ from ._pipeline import (
     messages_json,
     usage_tokens,
 )
-from ._rebuild import loaded_class, rebuild, rebuild_exception_as
+from ._rebuild import loaded_class, rebuild_exception_as
+from ._rebuilders import rebuild
 from ._redact import DEFAULT_REDACTOR, KEY_PLACEHOLDER, PII_NAMES, Redactor
 
 __all__ = [

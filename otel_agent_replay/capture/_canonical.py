@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from pathlib import PurePath
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -98,16 +98,25 @@ def _default(value: object) -> Any:
 
 def json_text(value: object) -> str:
     """The JSON text of any value by the safe-serialisation rule (see ``to_jsonable``). Never raises."""
+    text = native_json_text(value)
+    if text is None:  # cycles, nesting deeper than orjson allows, odd keys, integers beyond 64 bits
+        return orjson.dumps(to_jsonable_walk(value), option=_DUMP_OPTIONS).decode("utf-8")
+    return text
+
+
+def native_json_text(value: object) -> str | None:
+    """``json_text`` when orjson takes the value as a whole (the fast path), else None."""
     try:
         return orjson.dumps(value, default=_default, option=_DUMP_OPTIONS).decode("utf-8")
-    except Exception:  # cycles, nesting deeper than orjson allows, odd keys: the slow walk
-        return orjson.dumps(to_jsonable_walk(value), option=_DUMP_OPTIONS).decode("utf-8")
+    except Exception:
+        return None
 
 
 def to_jsonable(value: object) -> JSONValue:
     """Turn any value into JSON data by the project's one safe-serialisation rule.
 
-    orjson's native rules first: JSON scalars stay (non-finite floats become null);
+    orjson's native rules first: JSON scalars stay (non-finite floats become null; an integer
+    beyond 64 bits becomes its decimal text, and the type description says it was an int);
     dicts → objects (non-string keys as strings); lists and tuples → arrays; dataclasses →
     their fields; datetime, date, time → RFC 3339 / ISO 8601; UUID → string; Enum → its value.
     Then, for what orjson does not know: sets → sorted arrays; bytes → ``{"$bytes": base64}``;
@@ -130,10 +139,16 @@ def to_jsonable_walk(value: object) -> JSONValue:
         return _typed_repr(value)
 
 
+INT_RANGE: Final = range(-(2**63), 2**64)
+"""The integers orjson writes as JSON numbers; others are kept as their decimal text (see ``to_jsonable``)."""
+
+
 def _jsonable(value: object, depth: int, seen: set[int]) -> JSONValue:
     if value is None or isinstance(value, (str, bool, int)):
         if isinstance(value, enum.Enum):
             return _jsonable(value.value, depth + 1, seen)
+        if type(value) is int and value not in INT_RANGE:
+            return str(value)
         return value
     if isinstance(value, float):
         if math.isfinite(value):

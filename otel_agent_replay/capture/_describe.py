@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from ._canonical import JSONValue, to_jsonable
+from ._canonical import INT_RANGE, JSONValue, to_jsonable
 
 Description = Any
 """A type description: None (plain JSON, as is) or a small JSON object (see ``describe``)."""
@@ -62,7 +62,7 @@ def describe(value: object) -> tuple[Description, list[str]]:
     tuple's or set's items), ``v`` (of a dict's values, by key), ``k`` (of its non-string keys),
     ``f`` (of a dataclass's fields). Never raises.
     """
-    if is_plain_json(value):
+    if is_plain_json(value) and _fits_orjson(value):
         return None, []
     lossy = _Lossy()
     try:
@@ -70,6 +70,15 @@ def describe(value: object) -> tuple[Description, list[str]]:
         return desc, [*lossy, *(f"{name}{UNNAMED}" for name in dict.fromkeys(lossy.unnamed))]
     except Exception:
         return None, [class_name(type(value))]
+
+
+def _fits_orjson(value: object) -> bool:
+    """False for plain JSON that orjson refuses as it is (integers beyond 64 bits): then it is described."""
+    try:
+        orjson.dumps(value)
+    except TypeError:
+        return False
+    return True
 
 
 _SCALARS = frozenset(PLAIN_TYPES)
@@ -153,7 +162,7 @@ def _items(values: cabc.Iterable[object], depth: int, lossy: _Lossy) -> list[Des
 def _describe(value: object, depth: int, lossy: _Lossy) -> Description:
     cls = type(value)
     if cls in PLAIN_TYPES:
-        return None
+        return {"t": "int"} if cls is int and value not in INT_RANGE else None  # kept as its decimal text
     if depth > MAX_DEPTH:
         lossy.append("nesting deeper than 64")
         return None

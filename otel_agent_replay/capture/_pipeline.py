@@ -14,7 +14,15 @@ from typing import Any
 
 import orjson
 
-from ._canonical import JSONValue, dumps_canonical, json_text, key_from_json, normalize, to_jsonable
+from ._canonical import (
+    JSONValue,
+    dumps_canonical,
+    json_text,
+    key_from_json,
+    native_json_text,
+    normalize,
+    to_jsonable,
+)
 from ._describe import describe, plain_json_names
 from ._keys import NO_RULES, KeyRules
 from ._payload import BlobStore, Limits, cap_json, shorten_strings
@@ -92,13 +100,17 @@ def capture_json(value: object, capture: Capture, *, canonical: bool = False) ->
     return redacted_json(value, capture)
 
 
-def redacted_json(value: object, capture: Capture, names: Collection[str] | None = None) -> str:
+def redacted_json(
+    value: object, capture: Capture, names: Collection[str] | None = None, text: str | None = None
+) -> str:
     """The redacted JSON text of a value, not normalised (a result is given back as it was).
 
     The fast path dumps once and checks the text; only text that may hold a secret is
-    parsed and walked by the redactor. ``names``: ``plain_json_names(value)``, when known.
+    parsed and walked by the redactor. ``names``: ``plain_json_names(value)``, and ``text``:
+    ``json_text(value)``, when known.
     """
-    text = json_text(value)
+    if text is None:
+        text = json_text(value)
     if capture.redactor.may_redact(text, names):
         text = orjson.dumps(capture.redactor(orjson.loads(text))).decode("utf-8")
     return text
@@ -110,8 +122,10 @@ def capture_result(result: object, capture: Capture) -> CapturedResult:
     Only a shortened result carries ``sha256`` (of the full redacted JSON); then, when a
     blob store is configured, the full redacted JSON is stored there under that hash.
     """
-    names = plain_json_names(result)  # None: not plain JSON, so its type is described
-    full = redacted_json(result, capture, names)
+    text = native_json_text(result)
+    # None: not plain JSON (or not as orjson writes it: integers beyond 64 bits), so its type is described
+    names = None if text is None else plain_json_names(result)
+    full = redacted_json(result, capture, names, text)
     desc, lossy = describe(result) if names is None else (None, [])
     type_json = None if desc is None else orjson.dumps(desc).decode("utf-8")
     limits = capture.limits

@@ -26,7 +26,6 @@ from decimal import Decimal
 from pathlib import PurePath
 from typing import Any
 
-from ._canonical import JSONValue
 from ._describe import MAX_DEPTH, PLAIN_TYPES, SIMPLE_KINDS, Description
 
 
@@ -50,23 +49,6 @@ def loaded_class(name: str) -> type | None:
 
 class RebuildError(Exception):
     """A value did not fit the type it was to be rebuilt as (the caller falls back)."""
-
-
-def rebuild(value: JSONValue, hint: Any = None, desc: Description = None) -> Any:
-    """The recorded JSON ``value`` as the type ``hint`` says, else as ``desc`` recorded; never raises.
-
-    Where the hint says nothing specific (absent, ``Any``, ``object``, an ambiguous union) the
-    description recorded at the same place decides; where both are silent the JSON is returned.
-    """
-    if desc is None and json_only(hint):
-        return value  # plain JSON, and the hint asks for nothing JSON does not already give
-    try:
-        return _rebuild(value, hint, desc, 0)
-    except Exception:
-        try:
-            return _rebuild(value, None, desc, 0)
-        except Exception:
-            return value
 
 
 _NONE_TYPE = type(None)
@@ -210,7 +192,7 @@ def _by_class(value: Any, cls: type, desc: Description, depth: int) -> Any:
     if cls is bool or cls is str:
         return value
     if cls is int:
-        return value
+        return recorded_int(value, desc)
     if cls is float:
         return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
     if issubclass(cls, enum.Enum):
@@ -234,6 +216,13 @@ def _by_class(value: Any, cls: type, desc: Description, depth: int) -> Any:
     if cls in (list, tuple, set, frozenset, dict):
         return _by_generic(value, cls, (), desc, depth)
     return _by_desc(value, desc, depth)
+
+
+def recorded_int(value: Any, desc: Description) -> Any:
+    """An integer beyond 64 bits, which the tape keeps as its decimal text (its description says "int")."""
+    if type(value) is str and isinstance(desc, dict) and desc.get("t") == "int":
+        return int(value)
+    return value
 
 
 def _exact(value: Any, desc: Description) -> Any:

@@ -269,4 +269,3 @@ def warn_left_open(names: list[str]) -> None:
             RecordingWarning,
             stacklevel=4,
         )
-

@@ -118,6 +118,7 @@ _aware = st.datetimes(
 _leaves = st.one_of(
     _text,
     st.integers(min_value=-(2**53), max_value=2**53),
+    st.integers(min_value=2**64, max_value=2**90) | st.integers(min_value=-(2**90), max_value=-(2**63) - 1),
     st.floats(allow_nan=False, allow_infinity=False, width=64),
     st.booleans(),
     st.none(),
@@ -176,6 +177,29 @@ def test_every_supported_type_comes_back_as_itself(value: Any) -> None:
         live, again = _replayed(lambda: value)
     assert live is value
     assert _same(live, again), f"{live!r} came back as {again!r}"
+
+
+def test_integers_beyond_64_bits_are_recorded_and_come_back_as_integers(tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+
+    @tool(side_effect="read_only")
+    def factor(n: int) -> dict[str, Any]:
+        return {"n": n, "parts": [n // 3, -(2**80)], "small": 7}
+
+    @tool(side_effect="read_only", name="factor_untyped")
+    def factor_untyped(n: int) -> Any:
+        return [n, 2**100]
+
+    with record(path), agent_run("big"):
+        live = factor(2**70 + 1)  # neither the argument nor the result may break the call
+        live_untyped = factor_untyped(2**65)
+    steps = load_tape(path).runs[0].steps
+    assert [s.tool for s in steps] == ["factor", "factor_untyped"]  # both steps are on the tape
+    with replay(path) as session, agent_run("big"):
+        again = factor(2**70 + 1)
+        again_untyped = factor_untyped(2**65)
+    assert session.stats["tape_hits"] == 2 and session.stats["live_tool_calls"] == 0
+    assert _same(again, live) and _same(again_untyped, live_untyped)
 
 
 # --- the return annotation leads; result_type= -------------------------------------------------
