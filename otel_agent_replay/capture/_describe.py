@@ -154,15 +154,38 @@ def _pair_name(entry: dict[str, object], names: set[str]) -> None:
             return
 
 
-def _items(values: cabc.Iterable[object], depth: int, lossy: _Lossy) -> list[Description] | None:
+def _items(values: cabc.Collection[object], depth: int, lossy: _Lossy) -> list[Description] | None:
+    kinds = set(map(type, values))
+    if kinds <= _SCALARS and (int not in kinds or all(v in INT_RANGE for v in values if type(v) is int)):
+        return None  # plain items (a tuple of strings, say) need no description each
     descs = [_describe(v, depth + 1, lossy) for v in values]
     return descs if any(d is not None for d in descs) else None
+
+
+_field_names: dict[type, tuple[str, ...]] = {}
+
+
+def _fields_of(cls: type) -> tuple[str, ...]:
+    names = _field_names.get(cls)
+    if names is None:
+        names = _field_names[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
 
 
 def _describe(value: object, depth: int, lossy: _Lossy) -> Description:
     cls = type(value)
     if cls in PLAIN_TYPES:
         return {"t": "int"} if cls is int and value not in INT_RANGE else None  # kept as its decimal text
+    simple = SIMPLE_KINDS.get(cls)  # an exact class, so first: none of them is an Enum or a container
+    if simple is not None:
+        if cls is _dt.datetime or cls is _dt.time:
+            exact = value.isoformat()  # type: ignore[attr-defined]
+            if orjson.dumps(value)[1:-1].decode() != exact:
+                # orjson writes some of these wrongly (a time's microseconds without their leading
+                # zeros, an offset with seconds rounded to ":60"); the JSON stays as it is, so call
+                # keys do not change, and the exact text goes beside it.
+                return {"t": simple, "x": exact}
+        return _SIMPLE_DESCS[cls]
     if depth > MAX_DEPTH:
         lossy.append("nesting deeper than 64")
         return None
@@ -179,23 +202,13 @@ def _describe(value: object, depth: int, lossy: _Lossy) -> Description:
     if isinstance(value, (set, frozenset)) and cls in (set, frozenset):
         ordered = sorted(value, key=_set_order)
         return _with_items(cls.__name__, _items(ordered, depth, lossy))
-    simple = SIMPLE_KINDS.get(cls)
-    if simple is not None:
-        if isinstance(value, (_dt.datetime, _dt.time)):
-            exact = value.isoformat()
-            if orjson.dumps(value)[1:-1].decode() != exact:
-                # orjson writes some of these wrongly (a time's microseconds without their leading
-                # zeros, an offset with seconds rounded to ":60"); the JSON stays as it is, so call
-                # keys do not change, and the exact text goes beside it.
-                return {"t": simple, "x": exact}
-        return {"t": simple}
     if isinstance(value, PurePath):
         return {"t": "path", "c": class_name(cls)}
     if isinstance(value, BaseException):
         lossy.append(class_name(cls))
         return None
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = {f.name: _describe(getattr(value, f.name), depth + 1, lossy) for f in dataclasses.fields(value)}
+        fields = {name: _describe(getattr(value, name), depth + 1, lossy) for name in _fields_of(cls)}
         _named(cls, lossy)
         out: dict[str, Any] = {"t": "dataclass", "c": class_name(cls)}
         kept = {k: d for k, d in fields.items() if d is not None}
@@ -271,6 +284,8 @@ SIMPLE_KINDS: dict[type, str] = {
     bytes: "bytes",
     bytearray: "bytearray",
 }
+_SIMPLE_DESCS: dict[type, dict[str, str]] = {cls: {"t": kind} for cls, kind in SIMPLE_KINDS.items()}
+"""One description per simple kind, shared: descriptions are only ever dumped, never changed."""
 
 
 # --- replay side ------------------------------------------------------------------------------
