@@ -5,6 +5,7 @@ Run it as a script, after ``bash bench/peers/setup.sh`` (once)::
     .venv/bin/python bench/bench_peers.py            # about a minute on 2 cores
     .venv/bin/python bench/bench_peers.py --quick    # smaller sizes
     .venv/bin/python bench/bench_peers.py --json out.json
+    .venv/bin/python bench/bench_peers.py --breakdown   # also where ours' time goes, parts timed alone
 
 Each peer runs in its own virtual environment (``${AGENT_REPLAY_PEERS_DIR:-~/.cache/otel-agent-replay/peers}``):
 this script starts ``bench/peers/run_<peer>.py`` with that environment's python, one after the
@@ -42,9 +43,9 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def run_child(name: str, python: Path, quick: bool) -> dict[str, Any]:
+def run_child(name: str, python: Path, quick: bool, extra: Sequence[str] = ()) -> dict[str, Any]:
     script = HERE / "peers" / f"run_{name}.py"
-    cmd = [str(python), str(script), *(["--quick"] if quick else [])]
+    cmd = [str(python), str(script), *(["--quick"] if quick else []), *extra]
     print(f"[{datetime.now(timezone.utc):%H:%M:%S}] {name}: {python}", file=sys.stderr, flush=True)
     proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env(), timeout=900, check=False)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -93,6 +94,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="smaller sizes (5 repetitions)")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="also time the parts of ours' traced call alone (after its row)"
+    )
     args = parser.parse_args(argv)
     started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load_start = benchlib.loadavg()
@@ -103,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             results.append({"peer": name, "error": f"no environment at {PEERS_DIR / name} (run bench/peers/setup.sh)"})
             continue
         results.append(run_child(name, python, args.quick))
-    results.append(run_child(OURS, Path(sys.executable), args.quick))
+    results.append(run_child(OURS, Path(sys.executable), args.quick, ["--breakdown"] if args.breakdown else []))
     load_end = benchlib.loadavg()
     print(f"run {started}, load average {load_start} at start, {load_end} at end; {os.cpu_count()} CPUs")
     print(render(results))
