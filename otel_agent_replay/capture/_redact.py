@@ -46,7 +46,8 @@ data is redacted only with ``pii=True``. Under a secret key or header name every
 redacted.
 
 The rules themselves (secret key names, value patterns and their compilation) are in
-``otel_agent_replay.redact_rules``; this module walks JSON data and scans strings with them.
+``_redact_rules``, the scanning of one string in ``_scan``; this module walks JSON data, decides
+keys, and holds the cheap pre-check (``may_redact``).
 """
 
 from __future__ import annotations
@@ -66,15 +67,13 @@ from otel_agent_replay.core import ConfigurationError, RecordingWarning
 
 from ._canonical import JSONValue, to_jsonable
 from ._redact_rules import (
-    FIELD_LOOKBACK,
-    MAX_ANCHOR_OFFSET,
     PATTERN_NAMES,
     PII_NAMES,
     CompiledRules,
     compile_rules,
     pattern_placeholder,
-    redact_pii,
 )
+from ._scan import fields_hit, scan_text
 
 __all__ = [
     "DEFAULT_REDACTOR",
@@ -96,13 +95,6 @@ KEY_PLACEHOLDER: Final = "[REDACTED]"
 
 _MAX_DEPTH: Final = 100
 _KEY_CACHE_SIZE: Final = 8192
-
-
-def _substitute(pattern: re.Pattern[str], placeholder: str, text: str) -> str:
-    def replace(match: re.Match[str]) -> str:
-        return placeholder if match.end() > match.start() else ""
-
-    return pattern.sub(replace, text)
 
 
 def _processor_failed(processor: RedactionProcessor, exc: Exception) -> None:
@@ -133,10 +125,6 @@ _SHORT_TEXT: Final = 256
 _MANY_STRINGS: Final = 96
 # A header-pair name longer than this is checked with the word scan instead of as a key.
 _LONG_NAME: Final = 64
-# A field rule's ":" or "=" is followed by a space, a tab or a quote (in JSON text, an escaped one).
-# One regex per character, each with a literal first character, is far cheaper than one alternation.
-_RAW_MARKS: Final = (re.compile(r"""=[ \t'"]"""), re.compile(r""":[ \t'"]"""))
-_JSON_MARKS: Final = (re.compile(r"""=[ \t'\\]"""), re.compile(r""":[ \t'\\]"""))
 # Objects with these fields may be name/value pairs ({"name": "Authorization", "value": ...}).
 _PAIR_NAME_FIELDS: Final = frozenset({"name", "key", "Name", "Key"})
 
@@ -206,7 +194,7 @@ class Redactor:
 
     def redact_text(self, text: str) -> str:
         """Apply the value patterns (only) to one string; returns ``text`` itself if clean."""
-        return self._scan(text)
+        return scan_text(self._compiled, text, self.pii)
 
     def may_redact(self, json_text: str, names: Collection[str] | None = None) -> bool:
         """Cheap check on the compact JSON text of some data: False only if redacting it would change nothing.
@@ -225,7 +213,7 @@ class Redactor:
         compiled = self._compiled
         if any(guard in json_text and gate.search(json_text) is not None for guard, gate in compiled.prefilters):
             return True
-        if ("$" in json_text and '"$bytes"' in json_text) or self._fields_hit(json_text):
+        if ("$" in json_text and '"$bytes"' in json_text) or fields_hit(self._compiled, json_text):
             return True
         if not compiled.key_words:
             return False
@@ -343,7 +331,8 @@ class Redactor:
                 out[key] = None if item is None else KEY_PLACEHOLDER
                 continue
             if type(key) is str and len(key) >= self._compiled.min_len:
-                clean = self._scan(key)  # a secret in a key (a token as a dict key, a **kwargs name)
+                # a secret in a key (a token as a dict key, a **kwargs name)
+                clean = scan_text(self._compiled, key, self.pii)
                 if clean != key:
                     # the placeholder names a secret ("[REDACTED:github_token]"), so a second pass would
                     # take the key for a secret key: redact its value now, and redaction stays idempotent
@@ -409,115 +398,7 @@ class Redactor:
                 if redacted == parsed:
                     return text
                 return orjson.dumps(redacted).decode("utf-8")
-        return self._scan(text)
-
-    # --- scanning strings ------------------------------------------------------------
-
-    def _scan(self, text: str) -> str:
-        compiled = self._compiled
-        if len(text) >= compiled.min_len:
-            for guard, prefilter in compiled.prefilters:
-                if guard in text and prefilter.search(text) is not None:
-                    text = self._replace(text)
-                    break
-        if compiled.fields is not None and len(text) >= compiled.min_len and (":" in text or "=" in text):
-            text = self._fields(text, compiled.fields)
-        for pattern, placeholder in compiled.separate:
-            if pattern.search(text) is not None:
-                text = _substitute(pattern, placeholder, text)
-        if self.pii:
-            text = redact_pii(text)
-        return text
-
-    def _field_starts(self, text: str, marks: tuple[re.Pattern[str], re.Pattern[str]]) -> list[int]:
-        """Where a field rule may match (sorted, unique): a little before each trigger word, in text
-        that has a ``:`` or ``=`` followed by a space or a quote (one cheap search rules most text out)."""
-        equals, colon = marks
-        if not ("=" in text and equals.search(text) is not None) and not (":" in text and colon.search(text)):
-            return []
-        lowered = text.lower()
-        starts: set[int] = set()
-        for word in self._compiled.field_triggers:
-            at = lowered.find(word)
-            while at >= 0:
-                starts.update(range(max(0, at - FIELD_LOOKBACK), at + 1))
-                at = lowered.find(word, at + 1)
-        return sorted(starts)
-
-    def _fields(self, text: str, fields: re.Pattern[str]) -> str:
-        """Redact secrets named in free text: header lines, quoted fields (a repr, kwargs, JSON in prose)."""
-        starts = self._field_starts(text, _RAW_MARKS)
-        if not starts:
-            return text
-        placeholders = self._compiled.placeholders
-        parts: list[str] = []
-        copied = 0
-        for start in starts:
-            if start < copied:
-                continue
-            match = fields.match(text, start)
-            if match is None or match.lastgroup is None:
-                continue
-            secret_start, secret_end = match.span(match.lastgroup)
-            if secret_end <= secret_start:
-                continue
-            parts.append(text[copied:secret_start])
-            parts.append(placeholders[match.lastgroup])
-            copied = secret_end
-        if not parts:
-            return text
-        parts.append(text[copied:])
-        return "".join(parts)
-
-    def _fields_hit(self, text: str) -> bool:
-        fields = self._compiled.fields
-        if fields is None or (":" not in text and "=" not in text):
-            return False
-        return any(fields.match(text, start) is not None for start in self._field_starts(text, _JSON_MARKS))
-
-    def _replace(self, text: str) -> str:
-        compiled = self._compiled
-        gate, full = compiled.gate, compiled.full
-        if gate is None or full is None:
-            return text
-        parts: list[str] = []
-        copied = 0  # text[:copied] is in parts
-        pos = 0  # every position before pos has been tried as the start of a match
-        end = len(text)
-        while pos < end:
-            hit = gate.search(text, pos)
-            if hit is None:
-                break
-            anchor = hit.start()
-            # A match starts at most MAX_ANCHOR_OFFSET characters before its anchor, so
-            # trying those few positions finds the leftmost match, as finditer would,
-            # without running the full alternation at every position of the string.
-            start = max(pos, anchor - MAX_ANCHOR_OFFSET)
-            match = None
-            while start <= anchor:
-                match = full.match(text, start)
-                if match is not None and match.end() > match.start():
-                    break
-                match = None
-                start += 1
-            if match is None:
-                pos = anchor + 1
-                continue
-            name = match.lastgroup
-            if name is None:  # every branch has one named group; kept for safety
-                secret_start, secret_end = match.span()
-                placeholder = pattern_placeholder("secret")
-            else:
-                secret_start, secret_end = match.span(name)
-                placeholder = compiled.placeholders[name]
-            parts.append(text[copied:secret_start])
-            parts.append(placeholder)
-            copied = secret_end
-            pos = match.end()
-        if not parts:
-            return text
-        parts.append(text[copied:])
-        return "".join(parts)
+        return scan_text(self._compiled, text, self.pii)
 
 
 DEFAULT_REDACTOR: Final = Redactor()
