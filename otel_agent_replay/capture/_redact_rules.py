@@ -3,8 +3,8 @@
 ``compile_rules`` turns a ``Redactor``'s configuration (extra key names, extra value
 patterns, whether the defaults apply) into one ``CompiledRules``: the key-name decision,
 the value patterns joined into a single alternation with their prefilter gates, and the
-cheap key words ``Redactor.may_redact`` looks for. The walk over JSON data and the
-string scan that uses these live in ``otel_agent_replay.redact``.
+cheap key words ``Redactor.may_redact`` looks for. The value patterns themselves are in
+``_value_patterns``; the walk over JSON data is ``_redact``, the scan of one string ``_scan``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from otel_agent_replay.core import ConfigurationError
+
+from ._value_patterns import FIELD_LOOKBACK, FIELD_RULES, FIELD_TRIGGERS, MAX_ANCHOR_OFFSET, PATTERN_NAMES, RULES
 
 __all__ = [
     "FIELD_LOOKBACK",
@@ -140,200 +142,6 @@ def _key_words(defaults: bool, user_words: list[tuple[str, ...]]) -> tuple[str, 
     return tuple(dict.fromkeys(found))
 
 
-# --- value patterns ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Rule:
-    """One value pattern: ``before`` and ``after`` are kept, ``secret`` is replaced.
-
-    ``gates`` are (guard, branch) pairs for the prefilter. Every branch starts with a
-    literal character that lies in the first ``MAX_ANCHOR_OFFSET + 1`` characters of any
-    match of the rule, and matches wherever the rule can match; the guard is one
-    character every match contains, checked first with a plain ``in`` (memchr).
-    """
-
-    name: str
-    secret: str
-    gates: tuple[tuple[str, str], ...]
-    before: str = ""
-    after: str = ""
-
-
-MAX_ANCHOR_OFFSET: Final = 6  # "github_pat_": the gate anchors on the "_" after "github"
-"""A match starts at most this many characters before the position its gate finds."""
-
-_TOKEN68 = r"[A-Za-z0-9\-._~+/]"
-_PARAM_NAMES = (
-    "token",
-    "secret",
-    "password",
-    "passwd",
-    "pwd",
-    "api_key",
-    "apikey",
-    "api-key",
-    "access_key",
-    "sig",
-    "signature",
-    "pass",
-    "accountkey",
-    "sharedaccesskey",
-    "sharedaccesssignature",
-    "authtoken",
-    "session",
-    "sessionid",
-    "sid",
-)
-_NOT_ALNUM_BEFORE = r"(?<![A-Za-z0-9])"
-# "sk-" not inside a word, so "task-" and "risk-" do not count as candidates.
-_SK_GATE = r"-(?<=sk-)(?<![A-Za-z0-9]sk-)"
-# The one-character look-behind first turns most "=" away cheaply (code has many).
-_PARAM_GATE = (
-    "=(?i:(?<=["
-    + "".join(sorted({name[-1] for name in _PARAM_NAMES}))
-    + "]=)(?:"
-    + "|".join(f"(?<={re.escape(name)}=)" for name in _PARAM_NAMES)
-    + "))"
-)
-
-# Free-text header lines ("Authorization: Basic ...", "Cookie: ...", "X-API-Key: ..."): the rest of
-# the line (up to a quote) is the secret. "Authorization: Bearer ..." is left to the bearer pattern.
-_HEADER_NAMES = r"(?:proxy-)?authorization|set-cookie|cookie|x-api-key|api-key|x-auth-token|x-access-token"
-# Quoted secret fields in free text: a repr ("{'password': 'x'}"), kwargs ("password='x'"), JSON in prose.
-_FIELD_NAMES = (
-    r"password|passwd|passphrase|pwd|pass|secret|client_secret|api_?key|access_?token|refresh_?token|"
-    r"auth_?token|id_?token|token|private_?key|session_?id|cookie|authorization|credentials?"
-)
-_FIELD_BEFORE = rf"(?<![A-Za-z0-9])(?i:{_FIELD_NAMES})"
-
-_RULES: Final = (
-    _Rule(
-        "private_key",
-        # An unterminated block (a truncated result) is redacted to the end of the string.
-        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
-        r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-        (("-", "-----BEGIN"),),
-    ),
-    _Rule(
-        "aws_access_key",
-        r"(?:AKIA|ASIA)[A-Z0-9]{16}",
-        (("A", "A(?:KIA|SIA)"),),
-        before=r"(?<![A-Z0-9])",
-    ),
-    _Rule(
-        "github_token",
-        r"gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}",
-        (("_", r"_(?<=gh[pousr]_)"), ("_", r"_pat_(?<=github_pat_)")),
-    ),
-    _Rule("gitlab_token", r"glpat-[A-Za-z0-9_\-]{20,}", (("-", r"-(?<=glpat-)"),)),
-    # Before openai_api_key: at one position the first matching branch wins.
-    _Rule(
-        "anthropic_api_key",
-        r"sk-ant-[A-Za-z0-9_\-]{20,}",
-        (("-", _SK_GATE),),
-        before=_NOT_ALNUM_BEFORE,
-    ),
-    _Rule(
-        "openai_api_key",
-        r"sk-[A-Za-z0-9_\-]{20,}",
-        (("-", _SK_GATE),),
-        before=_NOT_ALNUM_BEFORE,
-    ),
-    _Rule(
-        "stripe_key",
-        r"(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}",
-        (("_", r"_(?<=[spr]k_)(?<![A-Za-z0-9][spr]k_)(?:live|test)_"),),
-        before=_NOT_ALNUM_BEFORE,
-    ),
-    _Rule(
-        "slack_token",
-        r"xox[abeoprs]-[A-Za-z0-9\-]{10,}|xapp-[A-Za-z0-9\-]{10,}",
-        (("-", r"-(?<=xox[abeoprs]-)"), ("-", r"-(?<=xapp-)")),
-    ),
-    _Rule("google_api_key", r"AIza[0-9A-Za-z_\-]{35}", (("A", "AIza"),)),
-    _Rule(
-        "jwt",
-        r"eyJ[A-Za-z0-9_\-]{4,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*",
-        (("J", r"J(?<=eyJ)"),),
-    ),
-    _Rule(
-        "bearer",
-        # A digit, or 20+ characters: "a bearer token" in prose is not a token.
-        rf"(?={_TOKEN68}*[0-9]){_TOKEN68}+=*|{_TOKEN68}{{20,}}=*",
-        (("b", r"bearer[ \t]"), ("B", r"B(?:earer|EARER)[ \t]")),
-        before=_NOT_ALNUM_BEFORE + r"(?:[Bb]earer|BEARER)[ \t]+",
-    ),
-    _Rule(
-        "aws_secret_key",
-        r"[A-Za-z0-9/+=]{20,}",
-        (("_", r"_(?<=aws_)secret_access_key"), ("_", r"_(?<=AWS_)SECRET_ACCESS_KEY")),
-        before=r"(?:aws_secret_access_key|AWS_SECRET_ACCESS_KEY)[ \t]*[=:][ \t]*[\"']?",
-    ),
-    _Rule(
-        "sendgrid_key",
-        r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}",
-        (("G", r"G\.(?<=SG\.)"),),  # "G" is rarer than "." in text: a cheaper guard
-        before=_NOT_ALNUM_BEFORE,
-    ),
-    _Rule("npm_token", r"npm_[A-Za-z0-9]{36}", (("_", r"_(?<=npm_)"),), before=_NOT_ALNUM_BEFORE),
-    _Rule("pypi_token", r"pypi-[A-Za-z0-9_\-]{50,}", (("-", r"-(?<=pypi-)"),), before=_NOT_ALNUM_BEFORE),
-    _Rule("huggingface_token", r"hf_[A-Za-z0-9]{30,}", (("_", r"_(?<=hf_)"),), before=_NOT_ALNUM_BEFORE),
-    _Rule(
-        "slack_webhook",
-        r"(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+",
-        (("k", r"ks\.slack\.com/(?<=hooks\.slack\.com/)"),),
-        before=r"hooks\.slack\.com/",
-    ),
-    _Rule(
-        "url_credentials",
-        # No "[" in the user part, so a redacted URL does not match again; the password runs to
-        # the last "@" before the host, so an unencoded "@" in it is redacted too.
-        r"[^\s/@:\[\]]*:[^\s/]+",
-        (("@", r"://[^\s/@:\[\]]*:[^\s/]+@"),),
-        before="://",
-        after="@",
-    ),
-    _Rule(
-        "secret_param",
-        r"[^\s&;,\"'#<>\[\]]+",
-        (("=", _PARAM_GATE),),
-        before="(?i:" + "|".join(f"(?<={re.escape(n)})" for n in _PARAM_NAMES) + ")=",
-    ),
-)
-
-# Field rules: a secret named in free text. Their regexes are case-insensitive and have no cheap
-# one-character gate, so they are not in the gated alternation: a string is tried with them only
-# where it holds one of ``_FIELD_TRIGGERS`` (lower-cased), at the few positions before it.
-_FIELD_RULES: Final = (
-    _Rule(
-        "header",
-        r"(?![Bb]earer[ \t]|BEARER[ \t]|\[REDACTED)[^\s'\"][^\r\n'\"]*",
-        ((":", rf"(?i:{_HEADER_NAMES})[ \t]{{0,4}}:"),),
-        before=rf"(?<![A-Za-z0-9-])(?i:{_HEADER_NAMES})[ \t]{{0,4}}:[ \t]*",
-    ),
-    _Rule(
-        "secret_field",
-        r"(?!\[REDACTED)[^'\r\n]+",
-        (("'", rf"(?i:{_FIELD_NAMES})'?[ \t]{{0,4}}[:=][ \t]*'"),),
-        before=_FIELD_BEFORE + r"'?[ \t]{0,4}[:=][ \t]*'",
-        after="'",
-    ),
-    _Rule(
-        "secret_field",
-        r'(?!\[REDACTED)[^"\\\r\n]+',
-        (('"', rf'(?i:{_FIELD_NAMES})(?:\\?")?[ \t]{{0,4}}[:=][ \t]*\\?"'),),
-        before=_FIELD_BEFORE + r'(?:\\?")?[ \t]{0,4}[:=][ \t]*\\?"',
-        after='\\\\?"',
-    ),
-)
-_FIELD_TRIGGERS: Final = ("pass", "pwd", "secret", "key", "token", "session", "cookie", "auth", "credential")
-FIELD_LOOKBACK: Final = 14
-"""A field match starts at most this many characters before the trigger it holds ("x-access-token")."""
-
-PATTERN_NAMES: Final = tuple(dict.fromkeys(rule.name for rule in (*_RULES, *_FIELD_RULES)))
-"""Names of the built-in value patterns, as they appear in ``"[REDACTED:<name>]"``."""
-
 # --- user patterns ----------------------------------------------------------------------
 
 _INLINE_FLAGS = re.compile(r"\A\(\?[aiLmsux]+\)")
@@ -401,7 +209,7 @@ class CompiledRules:
     """User patterns with capturing groups, which cannot join the alternation."""
     min_len: int
     fields: re.Pattern[str] | None
-    """The field rules in one alternation (None without the defaults); see ``_FIELD_RULES``."""
+    """The field rules in one alternation (None without the defaults); see ``FIELD_RULES``."""
     field_triggers: tuple[str, ...]
     key_words: tuple[str, ...]
     """Every secret key name contains one of these, lower-cased (a superset)."""
@@ -422,7 +230,7 @@ class CompiledRules:
 
 def compile_rules(keys: tuple[str, ...], patterns: Iterable[object], defaults: bool) -> CompiledRules:
     """Compile key names and value patterns; a bad pattern raises ``ConfigurationError``."""
-    rules = _RULES if defaults else ()
+    rules = RULES if defaults else ()
     branches: list[str] = []
     gates: dict[str, list[str]] = {}
     placeholders: dict[str, str] = {}
@@ -452,7 +260,7 @@ def compile_rules(keys: tuple[str, ...], patterns: Iterable[object], defaults: b
             separate.append((compiled, pattern_placeholder(name)))
 
     fields: list[str] = []
-    for number, rule in enumerate(_FIELD_RULES if defaults else ()):
+    for number, rule in enumerate(FIELD_RULES if defaults else ()):
         group = rule.name if rule.name not in placeholders else f"{rule.name}_f{number}"
         fields.append(f"{rule.before}(?P<{group}>(?:{rule.secret})){rule.after}")
         placeholders[group] = pattern_placeholder(rule.name)
@@ -474,7 +282,7 @@ def compile_rules(keys: tuple[str, ...], patterns: Iterable[object], defaults: b
         key_word_search=re.compile("|".join(map(re.escape, key_words))) if key_words else None,
         min_len=1 if "" in gates else _MIN_SECRET_LEN,
         fields=re.compile("|".join(fields)) if fields else None,
-        field_triggers=_FIELD_TRIGGERS if defaults else (),
+        field_triggers=FIELD_TRIGGERS if defaults else (),
     )
 
 
