@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ._http import parse_headers
 from ._otlp_config import CAPTURE_CONTENT_ENV, OTLP_ENDPOINT_ENVS, PROTOCOLS, OtlpOption, otlp_processor, otlp_protocol
-from ._otlp_export import OtlpProcessor, OtlpStats
+from ._otlp_export import OtlpProcessor, OtlpStats, span_with
 from ._pull import APIS, parse_duration, parse_time, pull
 from ._push import push
 
@@ -23,4 +23,5 @@ __all__ = [
     "parse_time",
     "pull",
     "push",
+    "span_with",
 ]

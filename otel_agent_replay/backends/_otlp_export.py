@@ -21,18 +21,21 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from opentelemetry.context import Context
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.trace import Link, Status
 
 from otel_agent_replay.core import ConfigurationError
 from otel_agent_replay.core import attributes as A
 
-__all__ = ["GuardedExporter", "OtlpProcessor", "OtlpStats", "strip_content"]
+__all__ = ["GuardedExporter", "OtlpProcessor", "OtlpStats", "span_with", "strip_content"]
 
 _COOL_DOWN_FIRST = 5.0  # seconds without export attempts after a failure, doubling up to the max
 _COOL_DOWN_MAX = 60.0
@@ -46,17 +49,30 @@ def strip_content(span: ReadableSpan) -> ReadableSpan:
     attrs = span.attributes
     if not attrs or not any(key in A.CONTENT_ATTRIBUTES for key in attrs):
         return span
-    kept = {key: value for key, value in attrs.items() if key not in A.CONTENT_ATTRIBUTES}
+    return span_with(span, attributes={key: value for key, value in attrs.items() if key not in A.CONTENT_ATTRIBUTES})
+
+
+def span_with(
+    span: ReadableSpan,
+    *,
+    name: str | None = None,
+    resource: Resource | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    events: Sequence[Event] | None = None,
+    links: Sequence[Link] | None = None,
+    status: Status | None = None,
+) -> ReadableSpan:
+    """A copy of a finished span with the parts given replaced (the SDK's spans are read-only)."""
     return ReadableSpan(
-        name=span.name,
-        context=span.context,
+        name=span.name if name is None else name,
+        context=span.get_span_context(),
         parent=span.parent,
-        resource=span.resource,
-        attributes=kept,
-        events=span.events,
-        links=span.links,
+        resource=span.resource if resource is None else resource,
+        attributes=span.attributes if attributes is None else attributes,
+        events=span.events if events is None else events,
+        links=span.links if links is None else links,
         kind=span.kind,
-        status=span.status,
+        status=span.status if status is None else status,
         start_time=span.start_time,
         end_time=span.end_time,
         instrumentation_scope=span.instrumentation_scope,

@@ -17,6 +17,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import Link, Status
 
+from otel_agent_replay.backends import span_with
 from otel_agent_replay.capture import KEY_PLACEHOLDER, Redactor
 from otel_agent_replay.core import attributes as A
 
@@ -78,20 +79,7 @@ def redacted_span(span: ReadableSpan, redactor: Redactor) -> ReadableSpan:
         links.append(Link(link.context, link_attrs) if link_changed else link)
     if not changed and name == span.name:
         return span
-    return ReadableSpan(
-        name=name,
-        context=span.get_span_context(),
-        parent=span.parent,
-        resource=span.resource,
-        attributes=attrs,
-        events=events,
-        links=links,
-        kind=span.kind,
-        status=status,
-        start_time=span.start_time,
-        end_time=span.end_time,
-        instrumentation_scope=span.instrumentation_scope,
-    )
+    return span_with(span, name=name, attributes=attrs, events=events, links=links, status=status)
 
 
 class ResourceRedaction:
@@ -121,17 +109,4 @@ class ResourceRedaction:
         clean = self.clean(resource)
         if clean is resource:
             return span
-        return ReadableSpan(
-            name=span.name,
-            context=span.get_span_context(),
-            parent=span.parent,
-            resource=clean,
-            attributes=span.attributes,
-            events=span.events,
-            links=span.links,
-            kind=span.kind,
-            status=span.status,
-            start_time=span.start_time,
-            end_time=span.end_time,
-            instrumentation_scope=span.instrumentation_scope,
-        )
+        return span_with(span, resource=clean)
