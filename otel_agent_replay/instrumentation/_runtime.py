@@ -165,6 +165,9 @@ class ReplayHook(Protocol):
 
     spans: bool
 
+    @property
+    def pace(self) -> bool: ...
+
     def call(self, spec: Any, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any: ...
 
     async def call_async(

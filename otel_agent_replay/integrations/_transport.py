@@ -283,7 +283,7 @@ def _replay_sync(
     except ReplayDivergence as exc:
         _remember_divergence(session, key, exc)
         raise
-    return build_response(module, result, request)
+    return build_response(module, result, request, pace=session.pace)
 
 
 async def _replay_async(
@@ -308,4 +308,4 @@ async def _replay_async(
     except ReplayDivergence as exc:
         _remember_divergence(session, key, exc)
         raise
-    return build_response(module, result, request)
+    return build_response(module, result, request, pace=session.pace)

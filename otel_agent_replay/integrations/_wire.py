@@ -12,6 +12,7 @@ separators included, so a replayed stream has the recorded bytes.
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import json
 import logging
@@ -141,6 +142,16 @@ def event_data(result: dict[str, Any]) -> Iterator[Any]:
             continue
 
 
+def _offsets(result: dict[str, Any]) -> list[float]:
+    """Each recorded event's offset in seconds (0 where it has none), one per chunk of ``_chunks``."""
+    out: list[float] = []
+    for event in result.get("events") or ():
+        if isinstance(event, dict):
+            offset = event.get("offset")
+            out.append(float(offset) if isinstance(offset, (int, float)) and not isinstance(offset, bool) else 0.0)
+    return out
+
+
 def _chunks(result: dict[str, Any]) -> list[bytes]:
     events = result.get("events")
     if isinstance(events, list):
@@ -162,28 +173,43 @@ def _replay_stream_class(module: ModuleType) -> type:
     if cls is None:
 
         class ReplayStream(module.SyncByteStream, module.AsyncByteStream):  # type: ignore[name-defined,misc]
-            def __init__(self, chunks: list[bytes]) -> None:
+            def __init__(self, chunks: list[bytes], offsets: list[float] | None) -> None:
                 self._chunks = chunks
+                self._offsets = offsets  # seconds from the stream's start, when paced
 
             def __iter__(self) -> Iterator[bytes]:
-                yield from self._chunks
+                offsets = self._offsets
+                start = time.monotonic()
+                for n, chunk in enumerate(self._chunks):
+                    if offsets is not None and n < len(offsets):
+                        wait = start + offsets[n] - time.monotonic()
+                        if wait > 0:
+                            time.sleep(wait)
+                    yield chunk
 
             async def __aiter__(self) -> AsyncIterator[bytes]:
-                for chunk in self._chunks:
+                offsets = self._offsets
+                start = time.monotonic()
+                for n, chunk in enumerate(self._chunks):
+                    if offsets is not None and n < len(offsets):
+                        wait = start + offsets[n] - time.monotonic()
+                        if wait > 0:
+                            await asyncio.sleep(wait)
                     yield chunk
 
         cls = _stream_classes[module.__name__] = ReplayStream
     return cls
 
 
-def build_response(module: ModuleType, result: object, request: Any) -> Any:
-    """The ``module.Response`` a recorded result stands for: status, headers, the recorded bytes."""
+def build_response(module: ModuleType, result: object, request: Any, *, pace: bool = False) -> Any:
+    """The ``module.Response`` a recorded result stands for: status, headers, the recorded bytes;
+    with ``pace``, an event stream's events come at their recorded offsets."""
     if not isinstance(result, dict) or not isinstance(result.get("status"), int):
         raise ValueError(f"not a recorded HTTP response: {str(result)[:200]!r}")
     headers = result.get("headers") if isinstance(result.get("headers"), dict) else {}
     chunks = _chunks(result)
     if "events" in result:
-        stream = _replay_stream_class(module)(chunks)
+        stream = _replay_stream_class(module)(chunks, _offsets(result) if pace else None)
         return module.Response(result["status"], headers=headers, stream=stream, request=request)
     return module.Response(result["status"], headers=headers, content=b"".join(chunks), request=request)
 

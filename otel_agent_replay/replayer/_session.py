@@ -127,6 +127,11 @@ class ReplaySession:
         return self.ledger.report()
 
     @property
+    def pace(self) -> bool:
+        """Whether streams are paced at their recorded offsets (``pace="recorded"``)."""
+        return self._pace
+
+    @property
     def out_of_bounds(self) -> tuple[str, ...]:
         """The tools whose calls were answered out of bounds (``on_miss="error_result"``), in order."""
         return tuple(d.tool for d in self.ledger.report() if d.kind == DivergenceKind.OUT_OF_BOUNDS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import warnings
 from pathlib import Path
 from types import ModuleType
@@ -20,6 +21,7 @@ from otel_agent_replay import HttpRoute, ReplayOptions, agent_run, record, repla
 from otel_agent_replay.core import ConfigurationError
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.integrations import activate, patched
+from otel_agent_replay.integrations._wire import build_response
 
 BODY = {"model": "gpt-test", "messages": [{"role": "user", "content": "count to three"}], "stream": True}
 
@@ -200,3 +202,45 @@ def test_an_event_stream_still_open_when_its_run_ends_reaches_the_tape(tape: Pat
     (span,) = [s for s in raw_spans(tape) if s.attrs.get(A.KIND) == "llm"]
     events = orjson.loads(span.attrs[A.MODEL_RESULT])["events"]
     assert 1 <= len(events) < 8 and events[0]["text"].encode() == first
+
+
+@pytest.mark.parametrize("module", [httpx, httpx2], ids=["httpx", "httpx2"])
+def test_pace_recorded_hands_out_a_replayed_event_stream_at_its_recorded_offsets(module: ModuleType) -> None:
+    events = [{"offset": 0.05 * i, "text": f"data: {i}\n\n"} for i in range(5)]
+    result = {"status": 200, "headers": {"content-type": "text/event-stream"}, "events": events}
+    request = module.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+
+    def timed(pace: bool) -> tuple[float, list[bytes]]:
+        started = time.monotonic()
+        chunks = list(build_response(module, result, request, pace=pace).iter_raw())
+        return time.monotonic() - started, chunks
+
+    async def timed_async() -> float:
+        started = time.monotonic()
+        async for _ in build_response(module, result, request, pace=True).aiter_raw():
+            pass
+        return time.monotonic() - started
+
+    at_once, fast = timed(False)
+    paced, slow = timed(True)
+    assert fast == slow == [e["text"].encode() for e in events]
+    assert at_once < 0.05 and 0.2 <= paced < 1.0
+    assert 0.2 <= asyncio.run(timed_async()) < 1.0
+
+
+def test_a_recorded_stream_replays_paced_end_to_end(tape: Path) -> None:
+    def chunks(url: str) -> list[bytes]:
+        with httpx2.Client() as client, client.stream("POST", url + "/v1/chat/completions", json=BODY) as response:
+            return list(response.iter_raw())
+
+    with fake_provider() as fp:
+        with record(tape), agent_run("paced"):
+            live = chunks(fp.url)
+        started = time.monotonic()
+        with replay(tape, pace="recorded"):
+            replayed = chunks(fp.url)
+        took = time.monotonic() - started
+    (span,) = [s for s in raw_spans(tape) if s.attrs.get(A.KIND) == "llm"]
+    last = orjson.loads(span.attrs[A.MODEL_RESULT])["events"][-1]["offset"]
+    assert last > 0.005 and took >= last  # the provider spaced its first events 2 ms apart
+    assert b"".join(replayed) == b"".join(live)
