@@ -44,11 +44,13 @@ from ._document import DocumentStream
 from ._jaeger import jaeger_records
 from ._span import (
     DECODE_ERRORS,
+    KnownIds,
     SpanDataError,
     SpanRecord,
     decode_problem,
     drop_utf8_copies,
     otlp_records,
+    otlp_span,
 )
 from ._strict_json import DuplicateKeyError, json_kind, json_problem, refuse_duplicate_pairs
 
@@ -59,6 +61,8 @@ _LINE_ENDS: Final = (b"", b"\n")
 _STREAMED_LINE: Final = 8 << 20  # a longer line is walked span by span (see DocumentStream)
 _READ_BUFFER: Final = 1 << 20  # lines of a few KB: a small buffer costs more in refills than in memory
 _MISSING: Final = object()
+_FRAME_END: Final = b"}]}]}\n"  # what closes a line of one resource and one scope after its "spans" list
+_EMPTY_SPANS: Final = b"[]}]}]}"
 _FIX_LINE: Final = "fix or delete the line, or re-record the tape"
 _FIX_DOC: Final = "fix the file or export the trace again"
 # A warning points at the first frame outside these: the modules behind load_tape and iter_spans.
@@ -80,12 +84,14 @@ def paused_gc() -> Iterator[None]:
 class TapeReader:
     """Reads one file into SpanRecords; collects the warnings it emitted."""
 
-    __slots__ = ("max_line_bytes", "path", "warnings")
+    __slots__ = ("_frame", "_known", "max_line_bytes", "path", "warnings")
 
     def __init__(self, path: str, max_line_bytes: int = MAX_LINE_BYTES) -> None:
         self.path = path
         self.max_line_bytes = max_line_bytes
         self.warnings: list[str] = []
+        self._known = KnownIds()
+        self._frame = b""  # see _learn_frame
 
     def error(self, message: str, line: int) -> TapeFormatError:
         """An error about ``line`` of the file."""
@@ -108,6 +114,12 @@ class TapeReader:
             first = True
             for raw in self._lines(f):
                 lineno += 1
+                frame = self._frame
+                if frame and raw.startswith(frame) and raw.endswith(_FRAME_END) and len(raw) <= _STREAMED_LINE:
+                    framed = self._framed(raw, len(frame), lineno)
+                    if framed is not None:
+                        yield from framed
+                        continue
                 if raw.isspace():
                     continue
                 if lineno == 1 and raw.startswith(_BOM):
@@ -236,12 +248,64 @@ class TapeReader:
             dumped = b""
         if not (dumped and raw.startswith(dumped) and raw[len(dumped) :] in _LINE_ENDS):
             self._refuse_duplicate_keys(raw, lineno)
+        elif not (self._frame and raw.startswith(self._frame)):
+            self._learn_frame(raw, data)
         keeps_utf8_copies = not dumped or not dumped.isascii()
         try:
-            records = _records_of_object(data, lineno)
+            records = _records_of_object(data, lineno, self._known)
         except DECODE_ERRORS as err:
             raise self.error(decode_problem(err, _FIX_LINE), lineno) from None
         if keeps_utf8_copies:
+            drop_utf8_copies(records)
+        return records
+
+    def _learn_frame(self, raw: bytes, data: dict[str, Any]) -> None:
+        """Keep what this line has before its spans, if it is one resource, one scope and then the spans.
+
+        ``raw`` is exactly orjson's serialisation of ``data`` (the caller checked): the frame is then
+        the bytes up to the ``"spans":`` of its only scope, and such a line ends with ``_FRAME_END``.
+        Every byte of the frame has been read and checked as part of this line.
+        """
+        if len(data) != 1:
+            return
+        resource_spans = data.get("resourceSpans")
+        if type(resource_spans) is not list or len(resource_spans) != 1:
+            return
+        rs = resource_spans[0]
+        if type(rs) is not dict or not rs or next(reversed(rs)) != "scopeSpans":
+            return
+        scope_spans = rs["scopeSpans"]
+        if type(scope_spans) is not list or len(scope_spans) != 1:
+            return
+        ss = scope_spans[0]
+        if type(ss) is not dict or not ss or next(reversed(ss)) != "spans" or type(ss["spans"]) is not list:
+            return
+        try:
+            envelope = orjson.dumps({"resourceSpans": [{**rs, "scopeSpans": [{**ss, "spans": []}]}]})
+        except orjson.JSONEncodeError:
+            return
+        frame = envelope[: -len(_EMPTY_SPANS)]
+        if envelope.endswith(_EMPTY_SPANS) and raw.startswith(frame):
+            self._frame = frame
+
+    def _framed(self, raw: bytes, start: int, lineno: int) -> list[SpanRecord] | None:
+        """The spans of a line that starts with the frame of an earlier line: only its spans are parsed.
+
+        ``raw`` is the frame, the text of a "spans" value and ``_FRAME_END``. When that text is
+        exactly orjson's serialisation of a list, the line is orjson's serialisation of the frame's
+        resource and scope with those spans: valid JSON without a repeated key, as the whole line
+        would be found to be. Anything else returns None and the line is read in full, which raises
+        the error the line deserves.
+        """
+        text = raw[start : -len(_FRAME_END)]
+        try:
+            spans = orjson.loads(text)
+            if type(spans) is not list or orjson.dumps(spans) != text:
+                return None
+            records = [otlp_span(span, lineno, self._known) for span in spans]
+        except (orjson.JSONDecodeError, orjson.JSONEncodeError, *DECODE_ERRORS):
+            return None
+        if not text.isascii():
             drop_utf8_copies(records)
         return records
 
@@ -259,14 +323,14 @@ class TapeReader:
             raise self.error(f"unreadable JSON ({err}); {_FIX_LINE}", lineno) from None
 
 
-def _records_of_object(data: dict[str, Any], line: int) -> list[SpanRecord]:
+def _records_of_object(data: dict[str, Any], line: int, known: KnownIds) -> list[SpanRecord]:
     """The spans of one parsed line: OTLP TracesData, a Jaeger api/v3 answer, or Jaeger JSON."""
     resource_spans = data.get("resourceSpans", _MISSING)
     if resource_spans is not _MISSING:
-        return otlp_records(resource_spans, line)
+        return otlp_records(resource_spans, line, known)
     result = data.get("result")
     if type(result) is dict and "resourceSpans" in result:  # Jaeger /api/v3
-        return otlp_records(result["resourceSpans"], line)
+        return otlp_records(result["resourceSpans"], line, known)
     traces = data.get("data", _MISSING)
     if traces is not _MISSING:  # Jaeger UI download, /api/traces
         if type(traces) is not list:
