@@ -199,13 +199,15 @@ class _RunBuilder:
         self.run_of_span[key] = run_id
 
     def _add_step(self, index: int, key: _SpanKey, record: SpanRecord, kind: str, tool: str, args: Any) -> None:
-        if key in self.step_lines:
+        step_lines = self.step_lines
+        known = len(step_lines)
+        step_lines.setdefault(key, record.line)  # one look-up: a key already there is not replaced
+        if len(step_lines) == known:
             raise self.reader.error(
                 f"step span {record.span_id} of trace {record.trace_id} appears twice"
-                f"{_first_at(self.step_lines[key])}; remove the duplicate or re-record the tape",
+                f"{_first_at(step_lines[key])}; remove the duplicate or re-record the tape",
                 record.line,
             )
-        self.step_lines[key] = record.line
         if type(args) is not str:
             args = canonical_json(args)
         attrs = record.attributes
