@@ -109,16 +109,28 @@ class TapeReader:
 
     def spans(self) -> Iterator[SpanRecord]:
         """Detect the format and yield every span of the file."""
+        for records in self.batches():
+            yield from records
+
+    def batches(self) -> Iterator[list[SpanRecord]]:
+        """Detect the format and yield the spans of the file, a line's spans at a time (a document's at once)."""
+        cap = self.max_line_bytes
         with self._open() as f:
+            readline = f.readline
             lineno = 0
             first = True
-            for raw in self._lines(f):
+            while True:
+                raw = readline(cap + 1)
+                if not raw:
+                    return
                 lineno += 1
+                if len(raw) > cap and not (len(raw) == cap + 1 and raw.endswith(b"\n")):
+                    raise self._too_long(lineno)
                 frame = self._frame
                 if frame and raw.startswith(frame) and raw.endswith(_FRAME_END) and len(raw) <= _STREAMED_LINE:
-                    framed = self._framed(raw, len(frame), lineno)
-                    if framed is not None:
-                        yield from framed
+                    records = self._framed(raw, len(frame), lineno)
+                    if records is not None:
+                        yield records
                         continue
                 if raw.isspace():
                     continue
@@ -136,13 +148,13 @@ class TapeReader:
                         if not raw.endswith(b"\n"):
                             self._torn_last_line(lineno, exc)
                         elif first:
-                            yield from self._document(f, lineno, exc)
+                            yield self._document(f, lineno, exc)
                         else:
                             raise self._json_error(exc, lineno, _FIX_LINE) from None
                         return
                     records = self._line(raw, data, lineno)
                 first = False
-                yield from records
+                yield records
 
     def _open(self) -> IO[bytes]:
         if not os.path.lexists(self.path):
@@ -159,23 +171,14 @@ class TapeReader:
                 ) from None
             raise
 
-    def _lines(self, f: IO[bytes]) -> Iterator[bytes]:
-        """The file's lines, each at most ``max_line_bytes`` (a longer one is an error, not a MemoryError)."""
+    def _too_long(self, lineno: int) -> TapeFormatError:
+        """A line longer than ``max_line_bytes``: an error, not a MemoryError."""
         cap = self.max_line_bytes
-        readline = f.readline
-        lineno = 0
-        while True:
-            raw = readline(cap + 1)
-            if not raw:
-                return
-            lineno += 1
-            if len(raw) > cap and not (len(raw) == cap + 1 and raw.endswith(b"\n")):
-                raise self.error(
-                    f"the line is longer than the cap of {cap:,} bytes (at column {cap + 1}); a tape line is "
-                    "one span, or one Collector batch: pass load_tape(..., max_line_bytes=...) if it is genuine",
-                    lineno,
-                )
-            yield raw
+        return self.error(
+            f"the line is longer than the cap of {cap:,} bytes (at column {cap + 1}); a tape line is "
+            "one span, or one Collector batch: pass load_tape(..., max_line_bytes=...) if it is genuine",
+            lineno,
+        )
 
     def _torn_last_line(self, lineno: int, exc: json.JSONDecodeError) -> None:
         self.warn(
@@ -187,7 +190,7 @@ class TapeReader:
     def _json_error(self, exc: json.JSONDecodeError, line: int, fix: str) -> TapeFormatError:
         return self.error(f"{json_problem(exc)}; {fix}", line)
 
-    def _document(self, f: IO[bytes], lineno: int, exc: orjson.JSONDecodeError) -> Iterator[SpanRecord]:
+    def _document(self, f: IO[bytes], lineno: int, exc: orjson.JSONDecodeError) -> list[SpanRecord]:
         """The first line, terminated, is no JSON value: the file is one document, or broken JSON Lines."""
         more = f.read(1 << 16)
         while more.isspace():
@@ -212,7 +215,7 @@ class TapeReader:
                 raise self._json_error(exc, lineno, _FIX_LINE) from None
             raise self._json_error(doc_exc, doc_exc.lineno, _FIX_DOC) from None
         del text, stream.text
-        yield from stream.records
+        return stream.records
 
     def _decode_line(self, raw: bytes, lineno: int) -> tuple[str, bool]:
         try:

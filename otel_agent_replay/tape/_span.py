@@ -228,6 +228,12 @@ def _attributes(items: Any, where: str) -> dict[str, Any]:
             value = kv["value"]
             if "stringValue" in value:
                 out[_intern(kv["key"])] = value["stringValue"]
+            elif "intValue" in value:
+                number = value["intValue"]
+                if type(number) is str and number.isdigit() and number.isascii():
+                    out[_intern(kv["key"])] = int(number)  # what _any_value makes of it, without its calls
+                else:
+                    out[_intern(kv["key"])] = _any_value(value, kv["key"], where)
             else:
                 out[_intern(kv["key"])] = _any_value(value, kv["key"], where)
     except KeyError:
