@@ -23,6 +23,12 @@ byte for byte (another writer's spacing, escapes or number format) is parsed aga
 standard library with a pairs hook that refuses repeated keys: always correct, slower only for
 foreign files. A document, and any line of more than ``_STREAMED_LINE`` bytes, is not parsed
 whole (a parse tree costs several times the text): ``DocumentStream`` walks it span by span.
+
+A tape of ours repeats one resource and one scope on every line (~560 bytes of a 1.8 KB step
+line). The reader keeps those bytes, the *frame*, from a line it read whole, and a later line that
+starts with them has only its spans parsed and checked (``_framed``); a line it cannot take that
+way is read whole, so errors stay those of the whole line. Trace and parent ids already checked
+in the file are looked up (``KnownIds``).
 """
 
 from __future__ import annotations
