@@ -40,12 +40,24 @@ from otel_agent_replay.core.attributes import (
 )
 
 from ._span import SpanRecord, int_or_none
-from ._values import Run, Step
+from ._values import Run, Step, new_step
 
 # The kinds as the plain strings a tape holds (an enum member's attribute lookup is slower).
 _LLM: Final = StepKind.LLM.value
 _UNDECLARED: Final = SideEffect.UNDECLARED.value
 _READ_ONLY: Final = SideEffect.READ_ONLY.value
+_STEP_FIELDS: Final = (
+    PARENT_STEP_ID,
+    SIDE_EFFECT,
+    RESULT_TRUNCATED,
+    TOOL_VERSION,
+    RESULT_SHA256,
+    EXPIRES_AT,
+    GEN_AI_REQUEST_MODEL,
+    GEN_AI_PROVIDER_NAME,
+    GEN_AI_USAGE_INPUT_TOKENS,
+    GEN_AI_USAGE_OUTPUT_TOKENS,
+)
 
 __all__ = ["complete_run", "foreign_call_key", "incomplete_run", "make_step", "name_suffix", "text_or_none"]
 
@@ -61,46 +73,64 @@ def make_step(
     record: SpanRecord,
 ) -> Step:
     """The ``Step`` of a step span whose run, seq, step id and call key are known."""
-    get = record.attributes.get
-    result = get(MODEL_RESULT if kind == _LLM else GEN_AI_TOOL_CALL_RESULT)
+    # text_or_none and int_or_none written out for the common case (a str, an int or None): this
+    # runs for every step of a tape.
+    parent_step_id, side_effect, truncated, tool_version, sha256, expires_at, model, provider, tokens_in, tokens_out = (
+        map(record.attributes.get, _STEP_FIELDS)
+    )
+    result = record.attributes.get(MODEL_RESULT if kind == _LLM else GEN_AI_TOOL_CALL_RESULT)
     if result is not None and type(result) is not str:
         result = canonical_json(result)
-    parent_step_id = get(PARENT_STEP_ID)
     if type(parent_step_id) is not str:
         parent_step_id = "" if parent_step_id is None else str(parent_step_id)
-    side_effect = get(SIDE_EFFECT)
     if side_effect == _UNDECLARED:
         side_effect = None
-    elif side_effect is None and kind == _LLM:
-        side_effect = _READ_ONLY  # tapes written before every step carried it: a model step reads
-    truncated = get(RESULT_TRUNCATED)
-    return Step(
-        kind=kind,
-        tool=tool,
-        args_json=args_json,
-        result_json=result,
-        error=record.error,
-        seq=seq,
-        step_id=step_id,
-        parent_step_id=parent_step_id,
-        side_effect=text_or_none(side_effect),
-        tool_version=text_or_none(get(TOOL_VERSION)),
-        call_key=call_key,
-        start_ns=record.start_ns,
-        end_ns=record.end_ns,
-        run_id=run_id,
-        trace_id=record.trace_id,
-        span_id=record.span_id,
-        parent_span_id=record.parent_span_id,
-        name=record.name,
-        result_truncated=truncated is True or truncated == "true",
-        result_sha256=text_or_none(get(RESULT_SHA256)),
-        expires_at=text_or_none(get(EXPIRES_AT)),
-        model=text_or_none(get(GEN_AI_REQUEST_MODEL)),
-        provider=text_or_none(get(GEN_AI_PROVIDER_NAME)),
-        input_tokens=int_or_none(get(GEN_AI_USAGE_INPUT_TOKENS)),
-        output_tokens=int_or_none(get(GEN_AI_USAGE_OUTPUT_TOKENS)),
-        attributes=record.attributes,
+    elif side_effect is None:
+        if kind == _LLM:
+            side_effect = _READ_ONLY  # tapes written before every step carried it: a model step reads
+    elif type(side_effect) is not str:
+        side_effect = str(side_effect)
+    if tool_version is not None and type(tool_version) is not str:
+        tool_version = str(tool_version)
+    if sha256 is not None and type(sha256) is not str:
+        sha256 = str(sha256)
+    if expires_at is not None and type(expires_at) is not str:
+        expires_at = str(expires_at)
+    if model is not None and type(model) is not str:
+        model = str(model)
+    if provider is not None and type(provider) is not str:
+        provider = str(provider)
+    if tokens_in is not None and type(tokens_in) is not int:
+        tokens_in = int_or_none(tokens_in)
+    if tokens_out is not None and type(tokens_out) is not int:
+        tokens_out = int_or_none(tokens_out)
+    return new_step(
+        kind,
+        tool,
+        args_json,
+        result,
+        record.error,
+        seq,
+        step_id,
+        parent_step_id,
+        side_effect,
+        tool_version,
+        call_key,
+        record.start_ns,
+        record.end_ns,
+        run_id,
+        record.trace_id,
+        record.span_id,
+        record.parent_span_id,
+        record.name,
+        truncated is True or truncated == "true",
+        sha256,
+        expires_at,
+        model,
+        provider,
+        tokens_in,
+        tokens_out,
+        record.attributes,
     )
 
 

@@ -62,7 +62,7 @@ _LLM: Final = StepKind.LLM.value
 
 __all__ = ["SpanRecord", "iter_spans", "load_tape"]
 
-_SpanKey = tuple[str, str]  # (trace id, span id)
+_SpanKey = str  # trace id + span id: 32 + 16 hex digits (a str, unlike a tuple, is no work for the GC)
 
 
 def load_tape(path: str | os.PathLike[str], *, max_line_bytes: int = MAX_LINE_BYTES) -> Tape:
@@ -132,8 +132,12 @@ class _RunBuilder:
 
     def build(self) -> tuple[Run, ...]:
         """Read every span, then the runs in order of first appearance."""
-        for index, record in enumerate(self.reader.spans(), start=1):
-            self._add(index, record)
+        index = 0
+        add = self._add
+        for records in self.reader.batches():
+            for record in records:
+                index += 1
+                add(index, record)
         if self.without_arguments:
             self.reader.warn(
                 f"{self.reader.path}: skipped {self.without_arguments} tool or model span(s) without recorded "
@@ -158,7 +162,7 @@ class _RunBuilder:
         return parts
 
     def _add(self, index: int, record: SpanRecord) -> None:
-        key = (record.trace_id, record.span_id)
+        key = record.trace_id + record.span_id
         self.parents[key] = record.parent_span_id
         attrs = record.attributes
         op = attrs.get(GEN_AI_OPERATION_NAME)
@@ -199,13 +203,15 @@ class _RunBuilder:
         self.run_of_span[key] = run_id
 
     def _add_step(self, index: int, key: _SpanKey, record: SpanRecord, kind: str, tool: str, args: Any) -> None:
-        if key in self.step_lines:
+        step_lines = self.step_lines
+        known = len(step_lines)
+        step_lines.setdefault(key, record.line)  # one look-up: a key already there is not replaced
+        if len(step_lines) == known:
             raise self.reader.error(
                 f"step span {record.span_id} of trace {record.trace_id} appears twice"
-                f"{_first_at(self.step_lines[key])}; remove the duplicate or re-record the tape",
+                f"{_first_at(step_lines[key])}; remove the duplicate or re-record the tape",
                 record.line,
             )
-        self.step_lines[key] = record.line
         if type(args) is not str:
             args = canonical_json(args)
         attrs = record.attributes
@@ -273,7 +279,7 @@ def _ancestor_run(record: SpanRecord, run_of_span: dict[_SpanKey, str], parents:
     span_id = record.parent_span_id
     hops = 0
     while span_id and hops <= len(parents):
-        key = (trace_id, span_id)
+        key = trace_id + span_id
         run_id = run_of_span.get(key)
         if run_id is not None:
             return run_id

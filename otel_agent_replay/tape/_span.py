@@ -32,6 +32,7 @@ from ._values import StepError
 __all__ = [
     "DECODE_ERRORS",
     "ZERO_SPAN_ID",
+    "KnownIds",
     "SpanDataError",
     "SpanRecord",
     "b64",
@@ -49,6 +50,8 @@ __all__ = [
 ZERO_SPAN_ID: Final = "0" * 16
 """The parent id of a root span, as some writers spell "no parent"."""
 _STATUS_ERROR_CODES: Final = (2, "STATUS_CODE_ERROR")
+_START: Final = "startTimeUnixNano"
+_END: Final = "endTimeUnixNano"
 
 _is_hex32 = re.compile(r"[0-9a-f]{32}").fullmatch
 _is_hex16 = re.compile(r"[0-9a-f]{16}").fullmatch
@@ -107,7 +110,22 @@ def decode_problem(err: Exception, fix: str) -> str:
 # --- OTLP JSON -------------------------------------------------------------------
 
 
-def otlp_records(resource_spans: Any, line: int) -> list[SpanRecord]:
+class KnownIds:
+    """The trace ids and parent span ids already checked in one file, each mapped to its lowercase hex.
+
+    A run's spans share one trace id and most steps one parent: a checked id is a dict look-up
+    instead of a regular expression, and every span of the trace keeps the same ``str``. Only ids
+    that passed the check are kept, so a span reads the same with or without it.
+    """
+
+    __slots__ = ("parents", "traces")
+
+    def __init__(self) -> None:
+        self.traces: dict[str, str] = {}
+        self.parents: dict[str, str] = {}
+
+
+def otlp_records(resource_spans: Any, line: int, known: KnownIds | None = None) -> list[SpanRecord]:
     """The spans of a parsed ``resourceSpans`` list."""
     if type(resource_spans) is not list:
         raise SpanDataError(f'"resourceSpans" must be a list, found {json_kind(resource_spans)}')
@@ -116,12 +134,12 @@ def otlp_records(resource_spans: Any, line: int) -> list[SpanRecord]:
     for rs in resource_spans:
         for ss in rs.get("scopeSpans") or ():
             for span in ss.get("spans") or ():
-                append(otlp_span(span, line))
+                append(otlp_span(span, line, known))
     return out
 
 
-def otlp_span(span: dict[str, Any], line: int) -> SpanRecord:
-    """One parsed OTLP JSON span."""
+def otlp_span(span: dict[str, Any], line: int, known: KnownIds | None = None) -> SpanRecord:
+    """One parsed OTLP JSON span; ``known``: the ids this file's spans already passed (see ``KnownIds``)."""
     name = span.get("name", "")
     if type(name) is not str:
         name = str(name)
@@ -133,25 +151,41 @@ def otlp_span(span: dict[str, Any], line: int) -> SpanRecord:
             f"span {name!r} has no {missing}: every OTLP span needs a traceId (32 hex digits) and a "
             f"spanId (16 hex digits)",
         )
-    if not (type(trace_id) is str and _is_hex32(trace_id)):
+    if known is not None and type(trace_id) is str:
+        checked = known.traces.get(trace_id)
+        if checked is None:
+            checked = trace_id if _is_hex32(trace_id) else _otlp_id(trace_id, 16, "traceId", name)
+            known.traces[trace_id] = checked
+        trace_id = checked
+    elif not (type(trace_id) is str and _is_hex32(trace_id)):
         trace_id = _otlp_id(trace_id, 16, "traceId", name)
     if not (type(span_id) is str and _is_hex16(span_id)):
         span_id = _otlp_id(span_id, 8, "spanId", name)
     parent = span.get("parentSpanId")
     if not parent:
         parent = ""
+    elif known is not None and type(parent) is str:
+        checked = known.parents.get(parent)
+        if checked is None:
+            checked = parent if _is_hex16(parent) else _otlp_id(parent, 8, "parentSpanId", name)
+            known.parents[parent] = checked
+        parent = checked
     elif not (type(parent) is str and _is_hex16(parent)):
         parent = _otlp_id(parent, 8, "parentSpanId", name)
     if parent == ZERO_SPAN_ID:
         parent = ""
-    start_ns = _nanos(span.get("startTimeUnixNano", 0), "startTimeUnixNano", name)
-    end_ns = _nanos(span.get("endTimeUnixNano", 0), "endTimeUnixNano", name)
+    # _nanos inline for the common case (decimal text), the same checks in the same order
+    start = span.get("startTimeUnixNano", 0)
+    start_ns = int(start) if type(start) is str and start.isdigit() and start.isascii() else _nanos(start, _START, name)
+    end = span.get("endTimeUnixNano", 0)
+    end_ns = int(end) if type(end) is str and end.isdigit() and end.isascii() else _nanos(end, _END, name)
     attributes = _attributes(span.get("attributes"), name)
     error = None
     status = span.get("status")
     if status and status.get("code") in _STATUS_ERROR_CODES:
         error = _otlp_exception(span.get("events"), status.get("message"), name)
-    check_schema_version(attributes, name)
+    if attributes.get(SCHEMA_VERSION_ATTR) is not None:
+        check_schema_version(attributes, name)
     return SpanRecord(trace_id, span_id, parent, name, start_ns, end_ns, attributes, error, line)
 
 
@@ -194,6 +228,12 @@ def _attributes(items: Any, where: str) -> dict[str, Any]:
             value = kv["value"]
             if "stringValue" in value:
                 out[_intern(kv["key"])] = value["stringValue"]
+            elif "intValue" in value:
+                number = value["intValue"]
+                if type(number) is str and number.isdigit() and number.isascii():
+                    out[_intern(kv["key"])] = int(number)  # what _any_value makes of it, without its calls
+                else:
+                    out[_intern(kv["key"])] = _any_value(value, kv["key"], where)
             else:
                 out[_intern(kv["key"])] = _any_value(value, kv["key"], where)
     except KeyError:
