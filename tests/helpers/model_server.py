@@ -261,7 +261,7 @@ def _handler(provider: FakeProvider) -> type[http.server.BaseHTTPRequestHandler]
             self.end_headers()
             self.wfile.write(data)
 
-        def _sse(self, events: Iterable[tuple[str | None, str]]) -> None:
+        def _sse(self, events: Iterable[tuple[str | None, str]], gap: float = 0.002) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream; charset=utf-8")
             self.send_header("Cache-Control", "no-cache")
@@ -271,7 +271,7 @@ def _handler(provider: FakeProvider) -> type[http.server.BaseHTTPRequestHandler]
                 self.wfile.write(text.encode())
                 self.wfile.flush()
                 if i < 5:
-                    time.sleep(0.002)  # the first events arrive apart, as from a model warming up
+                    time.sleep(gap)  # the first events arrive apart, as from a model warming up
             self.close_connection = True
 
         def do_POST(self) -> None:
@@ -289,7 +289,9 @@ def _handler(provider: FakeProvider) -> type[http.server.BaseHTTPRequestHandler]
             elif path.endswith("/chat/completions"):
                 if stream:
                     chunks: list[tuple[str | None, str]] = [(None, json.dumps(c)) for c in chat_chunks(body)]
-                    self._sse(iter([*chunks, (None, "[DONE]")]))
+                    # model "slow-stream": events 50 ms apart, so an early stop surely has not got them all
+                    gap = 0.05 if body.get("model") == "slow-stream" else 0.002
+                    self._sse(iter([*chunks, (None, "[DONE]")]), gap)
                 else:
                     self._json(200, chat_completion(body))
             elif path.endswith("/responses"):

@@ -24,6 +24,7 @@ from otel_agent_replay.integrations import activate, patched
 from otel_agent_replay.integrations._wire import build_response
 
 BODY = {"model": "gpt-test", "messages": [{"role": "user", "content": "count to three"}], "stream": True}
+SLOW_BODY = {**BODY, "model": "slow-stream"}  # its events come 50 ms apart
 
 
 def _originals() -> list[object]:
@@ -174,7 +175,7 @@ def test_mode_once_records_a_missing_tape_then_replays_it(tape: Path) -> None:
 
 def test_a_consumer_that_stops_early_ends_the_step_with_what_arrived(tape: Path) -> None:
     def first_chunk(url: str) -> bytes:
-        with httpx2.Client() as client, client.stream("POST", url + "/v1/chat/completions", json=BODY) as response:
+        with httpx2.Client() as client, client.stream("POST", url + "/v1/chat/completions", json=SLOW_BODY) as response:
             return next(response.iter_raw())
 
     with fake_provider() as fp:
@@ -192,7 +193,7 @@ def test_an_event_stream_still_open_when_its_run_ends_reaches_the_tape(tape: Pat
     with fake_provider() as fp, httpx2.Client() as client:
         with record(tape):
             with warnings.catch_warnings(record=True), agent_run("open-stream"):
-                request = client.build_request("POST", fp.url + "/v1/chat/completions", json=BODY)
+                request = client.build_request("POST", fp.url + "/v1/chat/completions", json=SLOW_BODY)
                 response = client.send(request, stream=True)
                 chunks = response.iter_raw()
                 first = next(chunks)
