@@ -70,7 +70,7 @@ from ._messages import declaration_changed, drift_error, miss_error, outside_err
 from ._network import NetworkGuard
 from ._options import ReplayOptions
 from ._runs import ReplayRun, has_agent, select_runs, take_run, unknown_agent
-from ._serving import Decision, Recorded, Serving, links, step_links
+from ._serving import Decision, HitSpan, Recorded, Serving, links, serves_as_recorded, step_links
 from ._streaming import serve_stream, serve_stream_async
 
 _READ_ONLY = SideEffect.READ_ONLY
@@ -357,6 +357,10 @@ class ReplaySession:
         if self.recording:
             return Recorded(self, spec, self._count_recorded(spec), args, kwargs)
         bound, _state, prep, decision = self._prepare_call(spec, args, kwargs)
+        if self.spans and serves_as_recorded(spec, decision):
+            assert decision.step is not None
+            hit = HitSpan(spec, prep, decision.step, step_links(decision.step))
+            return Serving(self, spec, prep, decision, None, None, bound, hit)
         step = start_step(spec, prep, step_links(decision.step)) if self.spans else None
         pending = None
         if decision.how == "live":
