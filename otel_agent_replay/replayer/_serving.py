@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
-from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags
+from opentelemetry.trace import Link, Span, SpanContext, SpanKind, TraceFlags
 
 from otel_agent_replay.capture import CapturedResult
 from otel_agent_replay.core import __version__
@@ -50,11 +50,14 @@ class Decision:
     append: bool = False
 
 
-tracer = trace.get_tracer(A.INSTRUMENTATION_NAME, __version__)
-"""The tracer of replay spans: the instrumentation's name and version, as ``start_step``'s."""
-
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 _INTERNAL = SpanKind.INTERNAL
+
+
+def replay_tracer() -> trace.Tracer:
+    """The tracer of replay spans: the instrumentation's name and version, as ``start_step``'s. Taken once
+    per replay, so a hit's span starts on the provider's own tracer rather than through a proxy."""
+    return trace.get_tracer(A.INSTRUMENTATION_NAME, __version__)
 
 
 class HitSpan:
@@ -68,40 +71,39 @@ class HitSpan:
     step's context variables and a second attribute pass.
     """
 
-    __slots__ = ("links", "prep", "spec", "start_ns", "step")
+    __slots__ = ("links", "prep", "spec", "start_ns", "step", "tracer")
 
-    def __init__(self, spec: ToolSpec, prep: Prepared, step: Step, links: Sequence[Link]) -> None:
+    def __init__(self, tracer: trace.Tracer, spec: ToolSpec, prep: Prepared, step: Step, links: Sequence[Link]) -> None:
+        self.tracer = tracer
         self.spec = spec
         self.prep = prep
         self.step = step
         self.links = links
         self.start_ns = time.time_ns()
 
-    def _start(self, attrs: dict[str, Any]) -> Any:
+    def _start(self, name: str, attrs: dict[str, Any]) -> Span:
         prep = self.prep
-        name, start = step_attributes(self.spec, prep)
-        if attrs:
-            start.update(attrs)
         parent = None if prep.in_context else trace.set_span_in_context(prep.run.span)
-        return tracer.start_span(
-            name, context=parent, kind=_INTERNAL, attributes=start, links=self.links, start_time=self.start_ns
+        return self.tracer.start_span(
+            name, context=parent, kind=_INTERNAL, attributes=attrs, links=self.links, start_time=self.start_ns
         )
 
     def finish(self) -> None:
         """End the span with the recorded result (the tape's JSON text, its type, its truncation)."""
         step = self.step
-        attrs: dict[str, Any] = {A.GEN_AI_TOOL_CALL_RESULT: step.result_json}
+        name, attrs = step_attributes(self.spec, self.prep)
+        attrs[A.GEN_AI_TOOL_CALL_RESULT] = step.result_json
         type_json = step.attributes.get(A.RESULT_TYPE)
         if isinstance(type_json, str):
             attrs[A.RESULT_TYPE] = type_json
         if step.result_truncated:
             attrs[A.RESULT_TRUNCATED] = True
             attrs[A.RESULT_SHA256] = step.result_sha256 or ""
-        self._start(attrs).end()
+        self._start(name, attrs).end()
 
     def fail(self, exc: BaseException) -> None:
         """End the span as failed (the recorded exception, raised again), as ``StepInFlight.fail`` does."""
-        span = self._start({})
+        span = self._start(*step_attributes(self.spec, self.prep))
         try:
             record_error(span, exc, self.prep.run.capture.redactor)
         finally:
