@@ -2,7 +2,8 @@
 
 ``ReplaySession._begin_serving`` makes a ``Serving`` (served from the tape, a fake, or live) or a
 ``Recorded`` (the replay records); the session's sync and async call paths then ``invoke`` it and
-end it with ``done`` or ``fail``.
+end it with ``done`` or ``fail``. A tool call served from the tape as recorded gets its replay span
+from a ``HitSpan``: made in one ``start_span`` when the call ends, with the recorded result's JSON text.
 """
 
 from __future__ import annotations
