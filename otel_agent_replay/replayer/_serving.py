@@ -2,20 +2,32 @@
 
 ``ReplaySession._begin_serving`` makes a ``Serving`` (served from the tape, a fake, or live) or a
 ``Recorded`` (the replay records); the session's sync and async call paths then ``invoke`` it and
-end it with ``done`` or ``fail``.
+end it with ``done`` or ``fail``. A tool call served from the tape as recorded gets its replay span
+from a ``HitSpan``: made in one ``start_span`` when the call ends, with the recorded result's JSON text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry.trace import Link, SpanContext, TraceFlags
+from opentelemetry import trace
+from opentelemetry.trace import Link, Span, SpanContext, SpanKind, TraceFlags
 
 from otel_agent_replay.capture import CapturedResult
+from otel_agent_replay.core import __version__
 from otel_agent_replay.core import attributes as A
-from otel_agent_replay.instrumentation import Prepared, StepInFlight, ToolSpec, call_recorded, call_recorded_async
+from otel_agent_replay.instrumentation import (
+    Prepared,
+    StepInFlight,
+    ToolSpec,
+    call_recorded,
+    call_recorded_async,
+    record_error,
+    step_attributes,
+)
 from otel_agent_replay.tape import Step
 
 from ._append import AppendedStep
@@ -39,10 +51,84 @@ class Decision:
     append: bool = False
 
 
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+_INTERNAL = SpanKind.INTERNAL
+
+
+def replay_tracer() -> trace.Tracer:
+    """The tracer of replay spans: the instrumentation's name and version, as ``start_step``'s. Taken once
+    per replay, so a hit's span starts on the provider's own tracer rather than through a proxy."""
+    return trace.get_tracer(A.INSTRUMENTATION_NAME, __version__)
+
+
+class HitSpan:
+    """The replay span of a tool call served from the tape as recorded (no override, not a stream).
+
+    Nothing of the agent runs inside such a call, so the span need not be the current span while
+    it is served: it is made when the call ends, in one ``start_span`` with every attribute (the
+    recorded result's JSON text as it is on the tape, not encoded again) and the start time taken
+    when the call began, then ended at once. The span carries what ``start_step`` + ``finish`` (or
+    ``fail``) would have put on it, in the same order; it skips the context attach and detach, the
+    step's context variables and a second attribute pass.
+    """
+
+    __slots__ = ("links", "prep", "spec", "start_ns", "step", "tracer")
+
+    def __init__(self, tracer: trace.Tracer, spec: ToolSpec, prep: Prepared, step: Step, links: Sequence[Link]) -> None:
+        self.tracer = tracer
+        self.spec = spec
+        self.prep = prep
+        self.step = step
+        self.links = links
+        self.start_ns = time.time_ns()
+
+    def _start(self, name: str, attrs: dict[str, Any]) -> Span:
+        prep = self.prep
+        parent = None if prep.in_context else trace.set_span_in_context(prep.run.span)
+        return self.tracer.start_span(
+            name, context=parent, kind=_INTERNAL, attributes=attrs, links=self.links, start_time=self.start_ns
+        )
+
+    def finish(self) -> None:
+        """End the span with the recorded result (the tape's JSON text, its type, its truncation)."""
+        step = self.step
+        name, attrs = step_attributes(self.spec, self.prep)
+        attrs[A.GEN_AI_TOOL_CALL_RESULT] = step.result_json
+        type_json = step.attributes.get(A.RESULT_TYPE)
+        if isinstance(type_json, str):
+            attrs[A.RESULT_TYPE] = type_json
+        if step.result_truncated:
+            attrs[A.RESULT_TRUNCATED] = True
+            attrs[A.RESULT_SHA256] = step.result_sha256 or ""
+        self._start(name, attrs).end()
+
+    def fail(self, exc: BaseException) -> None:
+        """End the span as failed (the recorded exception, raised again), as ``StepInFlight.fail`` does."""
+        span = self._start(*step_attributes(self.spec, self.prep))
+        try:
+            record_error(span, exc, self.prep.run.capture.redactor)
+        finally:
+            span.end()
+
+
+def serves_as_recorded(spec: ToolSpec, decision: Decision) -> bool:
+    """Whether a call's replay span can be a ``HitSpan``: a tool call (not a stream) served from the
+    tape as recorded, its result's JSON on the tape, or its recorded exception raised again."""
+    step = decision.step
+    return (
+        decision.how == "tape"
+        and not decision.has_override
+        and step is not None
+        and not spec.is_llm
+        and spec.stream is None
+        and (step.result_json is not None or step.error is not None)
+    )
+
+
 class Serving:
     """One replayed call in flight: its replay span and appended step, if any, and how it ends."""
 
-    __slots__ = ("bound", "decision", "pending", "prep", "session", "spec", "step")
+    __slots__ = ("bound", "decision", "hit", "pending", "prep", "session", "spec", "step")
 
     def __init__(
         self,
@@ -53,6 +139,7 @@ class Serving:
         step: StepInFlight | None,
         pending: AppendedStep | None,
         bound: ReplayRun,
+        hit: HitSpan | None = None,
     ) -> None:
         self.session = session
         self.spec = spec
@@ -61,6 +148,7 @@ class Serving:
         self.step = step
         self.pending = pending
         self.bound = bound
+        self.hit = hit
 
     def _ended(self) -> None:
         if self.decision.step is not None:
@@ -83,6 +171,8 @@ class Serving:
             self.pending.fail(exc)
         if self.step is not None:
             self.step.fail(exc)
+        elif self.hit is not None:
+            self.hit.fail(exc)
 
     def done(self, result: object) -> None:
         self._ended()
@@ -91,6 +181,8 @@ class Serving:
             self.pending.finish(result)
         if self.step is not None:
             self.step.finish(result, as_recorded(self.decision))
+        elif self.hit is not None:
+            self.hit.finish()
 
 
 class Recorded:
@@ -133,10 +225,10 @@ def as_recorded(decision: Decision) -> CapturedResult | None:
 
 def links(trace_id: str, span_id: str) -> list[Link]:
     """A link to a recorded span (none for a missing or invalid id)."""
-    if not trace_id or not span_id or set(span_id) == {"0"}:
+    if not trace_id or not span_id or not span_id.strip("0"):
         return []
     try:
-        ctx = SpanContext(int(trace_id, 16), int(span_id, 16), is_remote=True, trace_flags=TraceFlags(1))
+        ctx = SpanContext(int(trace_id, 16), int(span_id, 16), True, _SAMPLED)
     except ValueError:
         return []
     return [Link(ctx)]

@@ -70,7 +70,16 @@ from ._messages import declaration_changed, drift_error, miss_error, outside_err
 from ._network import NetworkGuard
 from ._options import ReplayOptions
 from ._runs import ReplayRun, has_agent, select_runs, take_run, unknown_agent
-from ._serving import Decision, Recorded, Serving, links, step_links
+from ._serving import (
+    Decision,
+    HitSpan,
+    Recorded,
+    Serving,
+    links,
+    replay_tracer,
+    serves_as_recorded,
+    step_links,
+)
 from ._streaming import serve_stream, serve_stream_async
 
 _READ_ONLY = SideEffect.READ_ONLY
@@ -96,6 +105,7 @@ class ReplaySession:
         self._out_of_bounds = options.miss_policy == MissPolicy.ERROR_RESULT
         self._pace = options.pace_policy == Pace.RECORDED
         self.capture = Capture(redactor=options.redactor, keys=KeyRules(options.key_ignore))
+        self._tracer = replay_tracer()
         self.ledger = Ledger()
         self._lock = threading.Lock()
         self._queue: list[Run] = list(select_runs(tape, options)) if tape is not None else []
@@ -362,6 +372,10 @@ class ReplaySession:
         if self.recording:
             return Recorded(self, spec, self._count_recorded(spec), args, kwargs)
         bound, _state, prep, decision = self._prepare_call(spec, args, kwargs)
+        if self.spans and serves_as_recorded(spec, decision):
+            assert decision.step is not None
+            hit = HitSpan(self._tracer, spec, prep, decision.step, step_links(decision.step))
+            return Serving(self, spec, prep, decision, None, None, bound, hit)
         step = start_step(spec, prep, step_links(decision.step)) if self.spans else None
         pending = None
         if decision.how == "live":
