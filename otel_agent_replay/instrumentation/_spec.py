@@ -6,7 +6,7 @@ import collections.abc as cabc
 import datetime as _dt
 import inspect
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +49,9 @@ class ToolSpec:
     """``sync`` or ``async`` for a generator or async-generator function (one step, chunk by chunk)."""
     function: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
     """The decorated function, for its return annotation."""
+    result_attributes: Callable[[Any], Mapping[str, Any]] | None = field(default=None, compare=False, repr=False)
+    """What a result says for its step's span, recorded or replayed alike (an HTTP model step: the
+    response's model, id, finish reasons and token usage)."""
     binder: Binder = field(init=False, compare=False, repr=False)
     """Binds a call to the signature (see ``canonical.make_binder``); made from the fields above."""
     # Derived once, so the step path compares a bool and writes plain strings (an enum's class

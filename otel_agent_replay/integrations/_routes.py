@@ -11,6 +11,8 @@ from otel_agent_replay.capture import PRESET_TOKEN, expand
 from otel_agent_replay.core import ConfigurationError, StepKind
 from otel_agent_replay.instrumentation import ToolSpec
 
+from ._genai import response_attributes
+
 
 def _body(**body: Any) -> Any:
     """The shape of a model route's step: the request's JSON body, spread as its arguments."""
@@ -51,6 +53,7 @@ class HttpRoute:
             is_async=False,
             provider=self.provider,
             key_ignore=expand((PRESET_TOKEN,)),  # request ids, `user`, tool-call ids minted per run …
+            result_attributes=response_attributes,  # on the replay span too
         )
         object.__setattr__(self, "spec", spec)
 

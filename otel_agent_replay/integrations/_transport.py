@@ -24,7 +24,7 @@ from otel_agent_replay.core import ReplayDivergence
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import StepInFlight, active_run, current_replay, prepare, start_step
 
-from ._genai import request_attributes, response_attributes
+from ._genai import request_attributes
 from ._mcp import patch_mcp, unpatch_mcp
 from ._routes import HttpRoute, match, routes_for
 from ._wire import (
@@ -155,8 +155,7 @@ def _begin(route: HttpRoute, body: dict[str, Any]) -> StepInFlight | None:
 
 
 def _finish(step: StepInFlight, result: dict[str, Any]) -> None:
-    step.span.set_attributes(response_attributes(result))
-    step.finish(result)
+    step.finish(result)  # the route's spec adds the response's attributes
 
 
 def _streamed(module: ModuleType, step: StepInFlight, started: float, response: Any) -> Any:

@@ -78,6 +78,27 @@ def test_chat_completion_with_tool_calls_records_and_replays_offline(tape: Path)
     assert orjson.loads(attrs[A.MODEL_ARGUMENTS])["messages"][0]["content"] == SYSTEM
 
 
+def test_the_replay_span_of_a_model_call_carries_the_response_attributes_as_recorded(tape: Path) -> None:
+    with fake_provider() as fp:
+        with record(tape), agent_run("weather"):
+            _client(fp.openai_url).chat.completions.create(model="gpt-test", messages=MESSAGES, tools=TOOLS)
+        replayed_tape = tape.with_name("replayed.jsonl")
+        with record(replayed_tape, http_models=False), replay(tape), agent_run("weather"):
+            _client(_stopped_url(fp)).chat.completions.create(model="gpt-test", messages=MESSAGES, tools=TOOLS)
+        assert len(fp.requests) == 1
+    (recorded,) = _model_spans(tape)
+    (replayed,) = _model_spans(replayed_tape)
+    response_keys = [
+        A.GEN_AI_RESPONSE_MODEL,
+        A.GEN_AI_RESPONSE_ID,
+        A.GEN_AI_RESPONSE_FINISH_REASONS,
+        A.GEN_AI_USAGE_INPUT_TOKENS,
+        A.GEN_AI_USAGE_OUTPUT_TOKENS,
+    ]
+    assert all(key in recorded.attrs for key in response_keys)
+    assert {k: replayed.attrs.get(k) for k in response_keys} == {k: recorded.attrs[k] for k in response_keys}
+
+
 def test_async_chat_completion_replays_offline(tape: Path) -> None:
     async def ask(url: str) -> ChatCompletion:
         async with openai.AsyncOpenAI(base_url=url, api_key=API_KEY, max_retries=0) as client:
