@@ -1,10 +1,11 @@
-"""What faithful replay costs: describing a result's types at record, rebuilding it at replay.
+"""What faithful replay costs: capturing a result (its types included) at record, rebuilding it at replay.
 
 A script, not a test: ``.venv/bin/python bench/bench_faithful.py`` (about 20 s). Each row is the
 fastest of 9 repetitions (the fastest is the least disturbed by other load on a shared machine),
 in µs per operation:
 
-1. ``describe`` at record time (the walk that writes ``agent_replay.result_type``) for the
+1. ``capture_result`` at record time (its JSON, the redaction check, and the type walk that
+   writes ``agent_replay.result_type``, or the plain-JSON walk that finds none is needed) for the
    results of ``bench_record.py`` (document, 20 records) and for typed results;
 2. ``recorded_result`` at replay: parse the recorded JSON and rebuild it, with the tool's return
    annotation, for the same results, and for a pydantic model (an OpenAI ``ChatCompletion``);
@@ -28,7 +29,7 @@ from bench_record import DOCUMENT, RECORDS
 from openai.types.chat import ChatCompletion
 
 from otel_agent_replay import agent_run, load_tape, record, replay, tool
-from otel_agent_replay.capture import describe
+from otel_agent_replay.capture import DEFAULT_CAPTURE, capture_result
 from otel_agent_replay.replayer._index import recorded_result
 
 REPS = 9
@@ -95,7 +96,7 @@ def best(op: Callable[[], object], n: int) -> float:
 
 def main() -> int:
     print(f"faithful replay benchmark, fastest of {REPS} reps, µs per operation; load {os.getloadavg()[0]:.2f}")
-    print(f"{'result':50} {'describe':>10} {'rebuild':>10} {'of which parse':>15} {'hit, no spans':>14}")
+    print(f"{'result':50} {'capture':>10} {'rebuild':>10} {'of which parse':>15} {'hit, no spans':>14}")
     with tempfile.TemporaryDirectory() as folder:
         for label, (value, annotation) in CASES.items():
             path = os.path.join(folder, f"{abs(hash(label))}.jsonl")
@@ -106,7 +107,7 @@ def main() -> int:
                 for _ in range(n * REPS + 50):
                     fn("q")
             step = load_tape(path).runs[0].steps[0]
-            describe_us = best(lambda _v=value: describe(_v), 2000)
+            capture_us = best(lambda _v=value: capture_result(_v, DEFAULT_CAPTURE), 2000)
             rebuild_us = best(lambda _s=step, _a=annotation: recorded_result(_s, None, _a), 2000)
             parse_us = best(lambda _s=step: _s.result, 2000)
             rebuilt = recorded_result(step, None, annotation)
@@ -115,7 +116,7 @@ def main() -> int:
             with replay(path, spans=False, allow_unused=True), agent_run("a"):
                 fn("q")  # warm
                 hit_us = best(lambda _f=fn: _f("q"), n)
-            print(f"{label:50} {describe_us:10.2f} {rebuild_us:10.2f} {parse_us:15.2f} {hit_us:14.2f}")
+            print(f"{label:50} {capture_us:10.2f} {rebuild_us:10.2f} {parse_us:15.2f} {hit_us:14.2f}")
     print(f"load at end {os.getloadavg()[0]:.2f}")
     return 0
 
