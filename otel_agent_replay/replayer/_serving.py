@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """How a replay answers one call (``ReplaySession._decide``)."""
+    """How a replay answers one call (``Decider.decide`` in ``_decide``)."""
 
     how: str
     """``tape`` (serve a recorded step), ``fallback`` (the user's fake), ``live`` (run it) or

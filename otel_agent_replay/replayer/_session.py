@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime as _dt
-import functools
 import inspect
 import threading
-import warnings
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
-from typing import Any, cast
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 from opentelemetry.trace import INVALID_SPAN, Link, Span
 
@@ -30,23 +27,14 @@ from otel_agent_replay.capture import (
 from otel_agent_replay.comparison import RunView
 from otel_agent_replay.core import (
     DivergenceKind,
-    MissPolicy,
     ModelPolicy,
     NetworkBlocked,
     OutsidePolicy,
     Pace,
-    RecordMode,
     ReplayDivergence,
     ReplayError,
-    ReplayWarning,
     SideEffect,
     SideEffectName,
-    SideEffectPolicy,
-    SideEffectRefused,
-    StalePolicy,
-    StepKind,
-    TapeStale,
-    TapeWarning,
 )
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import (
@@ -55,18 +43,18 @@ from otel_agent_replay.instrumentation import (
     ToolSpec,
     active_run,
     current_run,
-    make_spec,
     prepare,
     start_step,
     tool_spec,
 )
-from otel_agent_replay.store import OUT_OF_BOUNDS
 from otel_agent_replay.tape import Run, Step, Tape
 
 from ._append import Appender
+from ._decide import Decider
+from ._doubles import make_double
 from ._index import RunIndex, rebuild_exception, recorded_result
 from ._ledger import Divergence, Ledger, ReplayStats
-from ._messages import declaration_changed, drift_error, miss_error, outside_error, refused_error, unused_error
+from ._messages import outside_error, unused_error
 from ._network import NetworkGuard
 from ._options import ReplayOptions
 from ._runs import ReplayRun, has_agent, select_runs, take_run, unknown_agent
@@ -85,7 +73,6 @@ from ._streaming import serve_stream, serve_stream_async
 _READ_ONLY = SideEffect.READ_ONLY
 
 
-_NO_OVERRIDE = object()
 _RECORDING_RUN = object()
 
 
@@ -99,20 +86,16 @@ class ReplaySession:
         self.recording = recording
         self.mode = options.record_mode
         self.spans = options.spans
-        self._models_live = options.model_policy == ModelPolicy.LIVE
-        self._stub_all = options.side_effect_policy == SideEffectPolicy.STUB
-        self._new_episodes = self.mode == RecordMode.NEW_EPISODES
-        self._out_of_bounds = options.miss_policy == MissPolicy.ERROR_RESULT
         self._pace = options.pace_policy == Pace.RECORDED
         self.capture = Capture(redactor=options.redactor, keys=KeyRules(options.key_ignore))
         self._tracer = replay_tracer()
         self.ledger = Ledger()
+        self._decider = Decider(options, self.ledger, tape, tape_path)
         self._lock = threading.Lock()
         self._queue: list[Run] = list(select_runs(tape, options)) if tape is not None else []
         self._bound: list[ReplayRun] = []
         self._implicit: ReplayRun | None = None
         self._appender: Appender | None = None
-        self._recorded_effects: dict[str, str] | None = None
         self.closed = False
         self.on_run_end: Callable[[Span, object], None] | None = None
         """Called with the run span (still open: attributes and events may go on it) and the output
@@ -159,53 +142,7 @@ class ReplaySession:
         ``@tool`` (its declaration is used) or plain (declare ``side_effect`` here;
         undeclared is treated as not read-only).
         """
-        spec = tool_spec(fn)
-        original = getattr(fn, "__wrapped__", fn) if spec is not None else fn
-        if spec is None or name is not None or side_effect is not None:
-            spec = make_spec(
-                original,
-                name=name or (spec.name if spec else None),
-                kind=StepKind.TOOL,
-                side_effect=side_effect or (spec.side_effect if spec else None),
-                version=spec.version if spec else None,
-                ttl=None,
-                ignore=spec.ignore if spec else (),
-            )
-        final = spec
-        if final.stream == "sync":
-
-            @functools.wraps(original)
-            def stream_double(*args: Any, **kwargs: Any) -> Iterator[Any]:
-                return (yield from self.stream(final, original, args, kwargs))
-
-            return stream_double
-        if final.stream == "async":
-
-            @functools.wraps(original)
-            async def async_stream_double(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-                source = cast(AsyncGenerator[Any, None], self.stream_async(final, original, args, kwargs))
-                try:
-                    async for chunk in source:
-                        yield chunk
-                finally:
-                    await source.aclose()
-
-            return async_stream_double
-        if final.is_async:
-
-            @functools.wraps(original)
-            async def async_double(*args: Any, **kwargs: Any) -> Any:
-                __tracebackhide__ = True  # pytest shows the user's frames, not ours
-                return await self.call_async(final, original, args, kwargs)
-
-            return async_double
-
-        @functools.wraps(original)
-        def sync_double(*args: Any, **kwargs: Any) -> Any:
-            __tracebackhide__ = True  # pytest shows the user's frames, not ours
-            return self.call(final, original, args, kwargs)
-
-        return sync_double
+        return make_double(self, fn, name, side_effect)
 
     def doubles(self, tools: Mapping[str, Callable[..., Any]] | Iterable[Callable[..., Any]]) -> Any:
         """Doubles for a registry: a mapping of name → function, or a list of functions."""
@@ -313,7 +250,7 @@ class ReplaySession:
         live when it is read-only and ``outside_calls='read_only'``. Counted either way; a refusal is
         in the report and fails the replay at its end even when the thread swallowed it.
         """
-        read_only = spec.is_llm or self._read_only(spec)
+        read_only = spec.is_llm or self._decider.read_only(spec)
         if read_only and self.options.outside_policy == OutsidePolicy.READ_ONLY:
             self.ledger.bump("outside_calls", "live_model_calls" if spec.is_llm else "live_tool_calls")
             return None
@@ -422,7 +359,7 @@ class ReplaySession:
         if index is not None and index.keyed_otherwise(spec.name, patterns):
             index.rekey(spec.name, patterns, keys)
         try:
-            decision = self._decide(spec, bound, prep)
+            decision = self._decider.decide(spec, bound, prep)
         except ReplayDivergence as exc:
             if self.spans:
                 start_step(spec, prep).fail(exc)
@@ -430,151 +367,12 @@ class ReplaySession:
         return bound, state, prep, decision
 
     def _count_recorded(self, spec: ToolSpec) -> int:
-        return self.ledger.count_recorded(spec, self._read_only(spec))
-
-    def _read_only(self, spec: ToolSpec) -> bool:
-        declared = spec.side_effect or self.options.declared.get(spec.name)
-        return declared == _READ_ONLY
-
-    def _decide(self, spec: ToolSpec, bound: ReplayRun, prep: Prepared) -> Decision:
-        __tracebackhide__ = True  # pytest shows the user's frames, not ours
-        name = spec.name
-        n = bound.position(name)
-        seq = prep.ids.seq
-        run_id = bound.recorded_id
-        if spec.is_llm and self._models_live:
-            self.ledger.bump("steps")
-            return Decision("live")
-        read_only = spec.is_llm or self._read_only(spec)
-        if not read_only and name not in self.options.stubbed and not self._stub_all:
-            if self._out_of_bounds and self._is_miss(bound, name, n, prep.captured.call_key):
-                return self._answer_out_of_bounds(name, run_id, n, seq)
-            self.ledger.bump("steps", "refused_side_effects")
-            declared = spec.side_effect or self.options.declared.get(name)
-            self.ledger.fail(refused_error(name, declared, run_id, self.options.hints), run_id, name, n, seq)
-        index = bound.index
-        step = index.take(prep.captured.call_key) if index is not None else None
-        if step is not None:
-            overtaken = bound.order_before(step)
-            if overtaken is not None:
-                self.ledger.diverge(
-                    DivergenceKind.ORDER,
-                    run_id,
-                    name,
-                    n,
-                    seq,
-                    f"order in run {run_id}: {step.step_id} ran before {overtaken.step_id} when recorded (one after "
-                    f"the other), and after it now (live seq {seq})",
-                )
-            if step.expires_at or (spec.version is not None and step.tool_version is not None):
-                self._check_fresh(spec, step, run_id, n)
-            override = self._override(name, n)
-            if override is not _NO_OVERRIDE:
-                stub = () if read_only else ("stubbed_side_effects",)
-                self.ledger.bump("steps", "tape_hits", "overrides_applied", *stub)
-                return Decision("tape", step=step, override=override, has_override=True)
-            if read_only:
-                self.ledger.bump("steps", "tape_hits")
-            else:
-                self.ledger.bump("steps", "tape_hits", "stubbed_side_effects")
-            return Decision("tape", step=step)
-        drifted = index.at_position(name, n) if index is not None else None
-        if drifted is not None:
-            self.ledger.bump("steps", "drift_events")
-            self.ledger.fail(
-                drift_error(bound, drifted, spec, prep, n, self.mode, self.options.hints), run_id, name, n, seq
-            )
-        fake = self.options.fallbacks.get(name)
-        if fake is not None:
-            self.ledger.bump("steps", "tape_misses", "fallback_calls")
-            return Decision("fallback", fake=fake)
-        if self._new_episodes and read_only and not spec.is_llm:
-            self.ledger.bump("steps", "tape_misses")
-            self._check_declaration(spec, run_id, n, seq)
-            return Decision("live", append=True)
-        if self._out_of_bounds and not spec.is_llm:
-            return self._answer_out_of_bounds(name, run_id, n, seq)
-        self.ledger.bump("steps", "tape_misses")
-        self.ledger.fail(
-            miss_error(bound, spec, prep, n, self.mode, self.tape_path, self.options.hints), run_id, name, n, seq
-        )
-
-    @staticmethod
-    def _is_miss(bound: ReplayRun, name: str, n: int, call_key: str) -> bool:
-        """Neither a hit nor drift: the tape has no such call (looked up without consuming)."""
-        index = bound.index
-        return index is None or (not index.has(call_key) and index.at_position(name, n) is None)
-
-    def _answer_out_of_bounds(self, name: str, run_id: str, n: int, seq: int) -> Decision:
-        self.ledger.bump("steps", "tape_misses", "out_of_bounds_calls")
-        message = (
-            f"{name} (call {n}, seq {seq}) is not on the tape: answered {{'error': {OUT_OF_BOUNDS!r}}} "
-            "(on_miss='error_result')"
-        )
-        self.ledger.diverge(DivergenceKind.OUT_OF_BOUNDS, run_id, name, n, seq, message)
-        return Decision("out_of_bounds", override={"error": OUT_OF_BOUNDS, "tool": name})
-
-    def _check_declaration(self, spec: ToolSpec, run_id: str, n: int, seq: int) -> None:
-        """A tool recorded as not read-only that declares read_only now: the recorded declaration wins."""
-        name = spec.name
-        recorded = self._recorded_side_effects().get(name)
-        if recorded is None or recorded == _READ_ONLY or self.options.declared.get(name) == _READ_ONLY:
-            return
-        declared = spec.side_effect.value if spec.side_effect is not None else _READ_ONLY.value
-        message = declaration_changed(name, recorded, declared)
-        warnings.warn(message, ReplayWarning, stacklevel=5)
-        self.ledger.bump("refused_side_effects")
-        self.ledger.fail(SideEffectRefused(message), run_id, name, n, seq)
-
-    def _recorded_side_effects(self) -> dict[str, str]:
-        """Tool → the side effect its steps were recorded with (the first one that is not read-only wins)."""
-        found = self._recorded_effects
-        if found is None:
-            found = {}
-            for run in self.tape.runs if self.tape is not None else ():
-                for step in run.steps:
-                    if step.side_effect and found.get(step.tool, _READ_ONLY) == _READ_ONLY:
-                        found[step.tool] = step.side_effect
-            self._recorded_effects = found
-        return found
+        return self.ledger.count_recorded(spec, self._decider.read_only(spec))
 
     def _blocked(self, error: NetworkBlocked) -> None:
         self.ledger.bump("blocked_connections")
         where = f"{error.host}:{error.port}" if error.port is not None else error.host
         self.ledger.fail(error, "", where, 0, None)
-
-    def _override(self, name: str, n: int) -> Any:
-        overrides = self.options.overrides
-        if not overrides:
-            return _NO_OVERRIDE
-        if (name, n) in overrides:
-            return overrides[(name, n)]
-        return overrides.get(name, _NO_OVERRIDE)
-
-    def _check_fresh(self, spec: ToolSpec, step: Step, run_id: str, n: int) -> None:
-        if step.expires_at:
-            try:
-                expires = _dt.datetime.fromisoformat(step.expires_at)
-            except ValueError:
-                expires = None
-            if expires is not None and expires < _dt.datetime.now(_dt.timezone.utc):
-                message = (
-                    f"{step.tool} (recorded seq {step.seq}) expired at {step.expires_at}; its answer may be out "
-                    f"of date: re-record the tape ({self.options.hints.mode('all')})"
-                )
-                self.ledger.bump("stale_steps")
-                self.ledger.diverge(DivergenceKind.EXPIRED, run_id, step.tool, n, step.seq, message)
-                warnings.warn(message, TapeWarning, stacklevel=4)
-        if spec.version is not None and step.tool_version is not None and spec.version != step.tool_version:
-            message = (
-                f"{step.tool} is version {spec.version!r} now but was recorded at version {step.tool_version!r} "
-                f"(recorded seq {step.seq}); re-record the tape ({self.options.hints.mode('all')}) to refresh it"
-            )
-            self.ledger.bump("stale_steps")
-            if self.options.stale_policy == StalePolicy.ERROR:
-                self.ledger.fail(TapeStale(message), run_id, step.tool, n, step.seq)
-            self.ledger.diverge(DivergenceKind.STALE, run_id, step.tool, n, step.seq, message)
-            warnings.warn(message, TapeWarning, stacklevel=4)
 
     def _from_tape(self, decision: Decision, spec: ToolSpec) -> Any:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours

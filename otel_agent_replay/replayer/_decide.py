@@ -1,0 +1,201 @@
+"""The decision for one replayed call: hit, order, stale, override, stub, refused, drift, fake, miss,
+out of bounds or live, with its counters and divergences on the ledger.
+
+The session (``_session``) binds the call to a recorded run and hands it here; what comes back
+(``Decision``) says how the call is served (``_serving``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import warnings
+from typing import Any
+
+from otel_agent_replay.core import (
+    DivergenceKind,
+    MissPolicy,
+    ModelPolicy,
+    RecordMode,
+    ReplayWarning,
+    SideEffect,
+    SideEffectPolicy,
+    SideEffectRefused,
+    StalePolicy,
+    TapeStale,
+    TapeWarning,
+)
+from otel_agent_replay.instrumentation import Prepared, ToolSpec
+from otel_agent_replay.store import OUT_OF_BOUNDS
+from otel_agent_replay.tape import Step, Tape
+
+from ._ledger import Ledger
+from ._messages import declaration_changed, drift_error, miss_error, refused_error
+from ._options import ReplayOptions
+from ._runs import ReplayRun
+from ._serving import Decision
+
+_READ_ONLY = SideEffect.READ_ONLY
+_NO_OVERRIDE = object()
+
+
+class Decider:
+    """Decides each call of one replay (the rules of ``docs/design.md`` "Replay"), counting as it goes."""
+
+    def __init__(self, options: ReplayOptions, ledger: Ledger, tape: Tape | None, tape_path: str | None) -> None:
+        self.options = options
+        self.ledger = ledger
+        self.tape = tape
+        self.tape_path = tape_path
+        self._models_live = options.model_policy == ModelPolicy.LIVE
+        self._stub_all = options.side_effect_policy == SideEffectPolicy.STUB
+        self._new_episodes = options.record_mode == RecordMode.NEW_EPISODES
+        self._out_of_bounds = options.miss_policy == MissPolicy.ERROR_RESULT
+        self._recorded_effects: dict[str, str] | None = None
+
+    def read_only(self, spec: ToolSpec) -> bool:
+        """Whether the tool is read-only: as decorated, else as ``replay(declare=...)`` says."""
+        declared = spec.side_effect or self.options.declared.get(spec.name)
+        return declared == _READ_ONLY
+
+    def decide(self, spec: ToolSpec, bound: ReplayRun, prep: Prepared) -> Decision:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
+        name = spec.name
+        n = bound.position(name)
+        seq = prep.ids.seq
+        run_id = bound.recorded_id
+        if spec.is_llm and self._models_live:
+            self.ledger.bump("steps")
+            return Decision("live")
+        read_only = spec.is_llm or self.read_only(spec)
+        if not read_only and name not in self.options.stubbed and not self._stub_all:
+            if self._out_of_bounds and self._is_miss(bound, name, n, prep.captured.call_key):
+                return self._answer_out_of_bounds(name, run_id, n, seq)
+            self.ledger.bump("steps", "refused_side_effects")
+            declared = spec.side_effect or self.options.declared.get(name)
+            self.ledger.fail(refused_error(name, declared, run_id, self.options.hints), run_id, name, n, seq)
+        index = bound.index
+        step = index.take(prep.captured.call_key) if index is not None else None
+        if step is not None:
+            overtaken = bound.order_before(step)
+            if overtaken is not None:
+                self.ledger.diverge(
+                    DivergenceKind.ORDER,
+                    run_id,
+                    name,
+                    n,
+                    seq,
+                    f"order in run {run_id}: {step.step_id} ran before {overtaken.step_id} when recorded (one after "
+                    f"the other), and after it now (live seq {seq})",
+                )
+            if step.expires_at or (spec.version is not None and step.tool_version is not None):
+                self._check_fresh(spec, step, run_id, n)
+            override = self._override(name, n)
+            if override is not _NO_OVERRIDE:
+                stub = () if read_only else ("stubbed_side_effects",)
+                self.ledger.bump("steps", "tape_hits", "overrides_applied", *stub)
+                return Decision("tape", step=step, override=override, has_override=True)
+            if read_only:
+                self.ledger.bump("steps", "tape_hits")
+            else:
+                self.ledger.bump("steps", "tape_hits", "stubbed_side_effects")
+            return Decision("tape", step=step)
+        drifted = index.at_position(name, n) if index is not None else None
+        if drifted is not None:
+            self.ledger.bump("steps", "drift_events")
+            self.ledger.fail(
+                drift_error(bound, drifted, spec, prep, n, self.options.record_mode, self.options.hints),
+                run_id,
+                name,
+                n,
+                seq,
+            )
+        fake = self.options.fallbacks.get(name)
+        if fake is not None:
+            self.ledger.bump("steps", "tape_misses", "fallback_calls")
+            return Decision("fallback", fake=fake)
+        if self._new_episodes and read_only and not spec.is_llm:
+            self.ledger.bump("steps", "tape_misses")
+            self._check_declaration(spec, run_id, n, seq)
+            return Decision("live", append=True)
+        if self._out_of_bounds and not spec.is_llm:
+            return self._answer_out_of_bounds(name, run_id, n, seq)
+        self.ledger.bump("steps", "tape_misses")
+        self.ledger.fail(
+            miss_error(bound, spec, prep, n, self.options.record_mode, self.tape_path, self.options.hints),
+            run_id,
+            name,
+            n,
+            seq,
+        )
+
+    @staticmethod
+    def _is_miss(bound: ReplayRun, name: str, n: int, call_key: str) -> bool:
+        """Neither a hit nor drift: the tape has no such call (looked up without consuming)."""
+        index = bound.index
+        return index is None or (not index.has(call_key) and index.at_position(name, n) is None)
+
+    def _answer_out_of_bounds(self, name: str, run_id: str, n: int, seq: int) -> Decision:
+        self.ledger.bump("steps", "tape_misses", "out_of_bounds_calls")
+        message = (
+            f"{name} (call {n}, seq {seq}) is not on the tape: answered {{'error': {OUT_OF_BOUNDS!r}}} "
+            "(on_miss='error_result')"
+        )
+        self.ledger.diverge(DivergenceKind.OUT_OF_BOUNDS, run_id, name, n, seq, message)
+        return Decision("out_of_bounds", override={"error": OUT_OF_BOUNDS, "tool": name})
+
+    def _check_declaration(self, spec: ToolSpec, run_id: str, n: int, seq: int) -> None:
+        """A tool recorded as not read-only that declares read_only now: the recorded declaration wins."""
+        name = spec.name
+        recorded = self._recorded_side_effects().get(name)
+        if recorded is None or recorded == _READ_ONLY or self.options.declared.get(name) == _READ_ONLY:
+            return
+        declared = spec.side_effect.value if spec.side_effect is not None else _READ_ONLY.value
+        message = declaration_changed(name, recorded, declared)
+        warnings.warn(message, ReplayWarning, stacklevel=5)
+        self.ledger.bump("refused_side_effects")
+        self.ledger.fail(SideEffectRefused(message), run_id, name, n, seq)
+
+    def _recorded_side_effects(self) -> dict[str, str]:
+        """Tool → the side effect its steps were recorded with (the first one that is not read-only wins)."""
+        found = self._recorded_effects
+        if found is None:
+            found = {}
+            for run in self.tape.runs if self.tape is not None else ():
+                for step in run.steps:
+                    if step.side_effect and found.get(step.tool, _READ_ONLY) == _READ_ONLY:
+                        found[step.tool] = step.side_effect
+            self._recorded_effects = found
+        return found
+
+    def _override(self, name: str, n: int) -> Any:
+        overrides = self.options.overrides
+        if not overrides:
+            return _NO_OVERRIDE
+        if (name, n) in overrides:
+            return overrides[(name, n)]
+        return overrides.get(name, _NO_OVERRIDE)
+
+    def _check_fresh(self, spec: ToolSpec, step: Step, run_id: str, n: int) -> None:
+        if step.expires_at:
+            try:
+                expires = _dt.datetime.fromisoformat(step.expires_at)
+            except ValueError:
+                expires = None
+            if expires is not None and expires < _dt.datetime.now(_dt.timezone.utc):
+                message = (
+                    f"{step.tool} (recorded seq {step.seq}) expired at {step.expires_at}; its answer may be out "
+                    f"of date: re-record the tape ({self.options.hints.mode('all')})"
+                )
+                self.ledger.bump("stale_steps")
+                self.ledger.diverge(DivergenceKind.EXPIRED, run_id, step.tool, n, step.seq, message)
+                warnings.warn(message, TapeWarning, stacklevel=4)
+        if spec.version is not None and step.tool_version is not None and spec.version != step.tool_version:
+            message = (
+                f"{step.tool} is version {spec.version!r} now but was recorded at version {step.tool_version!r} "
+                f"(recorded seq {step.seq}); re-record the tape ({self.options.hints.mode('all')}) to refresh it"
+            )
+            self.ledger.bump("stale_steps")
+            if self.options.stale_policy == StalePolicy.ERROR:
+                self.ledger.fail(TapeStale(message), run_id, step.tool, n, step.seq)
+            self.ledger.diverge(DivergenceKind.STALE, run_id, step.tool, n, step.seq, message)
+            warnings.warn(message, TapeWarning, stacklevel=4)
