@@ -1,8 +1,8 @@
-"""The state of one replay: which recorded run each live run replays, the decision for each
-call (hit, drift, miss, refused, stub, fake, override, live), counters and divergences.
+"""The state of one replay: which recorded run each live run replays, each call prepared, decided
+(``_decide``) and served (``_serving``), the counters and divergences, and the end.
 
-``replay(...)`` (in ``replay.py``) configures and installs a session; instrumentation asks
-it for every decorated call while it is active.
+``replay(...)`` (in ``_replay``) configures and installs a session; instrumentation asks it for
+every decorated call while it is active.
 """
 
 from __future__ import annotations
