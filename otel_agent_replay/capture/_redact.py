@@ -123,6 +123,8 @@ def _processor_failed(processor: RedactionProcessor, exc: Exception) -> None:
 _SHORT_TEXT: Final = 256
 # may_redact: above this many strings the word scan is cheaper than walking them.
 _MANY_STRINGS: Final = 96
+# may_redact with names: above this many, the names are scanned for key words together first.
+_MANY_NAMES: Final = 256
 # A header-pair name longer than this is checked with the word scan instead of as a key.
 _LONG_NAME: Final = 64
 # Objects with these fields may be name/value pairs ({"name": "Authorization", "value": ...}).
@@ -260,6 +262,15 @@ class Redactor:
         return None
 
     def _names_hit(self, names: Collection[str]) -> bool:
+        if len(names) > _MANY_NAMES:
+            # Many distinct names (ids as keys): one scan of them all first; only the names that hold a
+            # key word (a superset of the secret ones) are decided one by one.
+            joined = "\n".join(names)
+            if not self._has_key_word(joined):
+                return False
+            search = self._compiled.key_word_search
+            if search is not None:
+                names = [name for name in names if search.search(name.lower()) is not None]
         cache = self._compiled.key_cache
         for name in names:
             if len(name) > _LONG_NAME:

@@ -732,3 +732,21 @@ def test_keyboard_interrupt_and_system_exit_from_a_processor_propagate(signal: t
 
     with pytest.raises(signal):
         Redactor(processors=(interrupted,))({"a": 1})
+
+
+_MANY_NAMED = [
+    ({}, False),
+    ({"usage": {"prompt_tokens": 3}}, False),  # a count, not a secret
+    ({"api_key": "k-1"}, True),
+    ({"meta": [["Cookie", "a"]]}, True),  # a header pair
+]
+
+
+@pytest.mark.parametrize(("extra", "secret"), _MANY_NAMED)
+def test_the_names_check_of_a_value_with_many_names_agrees_with_the_walk(
+    extra: dict[str, object], secret: bool
+) -> None:
+    value = {**{f"user_{i}": {"name": f"n{i}", "score": i} for i in range(600)}, **extra}  # 600 names: one scan
+    text = orjson.dumps(value).decode()
+    assert (DEFAULT_REDACTOR(value) != value) is secret
+    assert DEFAULT_REDACTOR.may_redact(text, plain_json_names(value)) is secret
