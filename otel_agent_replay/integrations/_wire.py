@@ -152,6 +152,13 @@ def _offsets(result: dict[str, Any]) -> list[float]:
     return out
 
 
+def _wait(offsets: list[float] | None, n: int, start: float) -> float:
+    """Seconds until chunk ``n`` is due (``start`` + its offset), when paced; 0 when unpaced."""
+    if offsets is None or n >= len(offsets):
+        return 0.0
+    return start + offsets[n] - time.monotonic()
+
+
 def _chunks(result: dict[str, Any]) -> list[bytes]:
     events = result.get("events")
     if isinstance(events, list):
@@ -178,23 +185,19 @@ def _replay_stream_class(module: ModuleType) -> type:
                 self._offsets = offsets  # seconds from the stream's start, when paced
 
             def __iter__(self) -> Iterator[bytes]:
-                offsets = self._offsets
                 start = time.monotonic()
                 for n, chunk in enumerate(self._chunks):
-                    if offsets is not None and n < len(offsets):
-                        wait = start + offsets[n] - time.monotonic()
-                        if wait > 0:
-                            time.sleep(wait)
+                    wait = _wait(self._offsets, n, start)
+                    if wait > 0:
+                        time.sleep(wait)
                     yield chunk
 
             async def __aiter__(self) -> AsyncIterator[bytes]:
-                offsets = self._offsets
                 start = time.monotonic()
                 for n, chunk in enumerate(self._chunks):
-                    if offsets is not None and n < len(offsets):
-                        wait = start + offsets[n] - time.monotonic()
-                        if wait > 0:
-                            await asyncio.sleep(wait)
+                    wait = _wait(self._offsets, n, start)
+                    if wait > 0:
+                        await asyncio.sleep(wait)
                     yield chunk
 
         cls = _stream_classes[module.__name__] = ReplayStream
