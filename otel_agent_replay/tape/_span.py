@@ -290,6 +290,11 @@ def _any_value(value: dict[str, Any], key: str, where: str) -> Any:
         return decoded
     if not value:
         return None
+    if type(value) is not dict:  # the `in` tests above also "work" on text and lists: say what it is
+        raise SpanDataError(
+            f"span {where!r}: attribute {key!r}: its value {str(value)[:60]!r} is not an OTLP AnyValue "
+            '(an object such as {"stringValue": "..."} or {"intValue": "1"})'
+        )
     raise SpanDataError(f"span {where!r}: attribute {key!r} has an unknown value type {sorted(value)}")
 
 

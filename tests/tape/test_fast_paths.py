@@ -214,7 +214,7 @@ MUTATIONS: dict[str, tuple[Callable[[bytes], bytes], str | None]] = {
     "unknown value type": (_edit_span(_attribute("agent_replay.kind", {"weird": 1})), "unknown value type"),
     "value not an object": (
         _edit_span(_attribute("agent_replay.kind", "tool")),
-        r"unknown value type \['l', 'o', 'o', 't'\]",
+        r"attribute 'agent_replay.kind': its value 'tool' is not an OTLP AnyValue",
     ),
     "attribute twice": (_edit_span(lambda s: s["attributes"].append(s["attributes"][0])), "appears twice"),
     "attribute without key": (_edit_span(lambda s: s["attributes"][0].pop("key")), "an attribute has no key"),
