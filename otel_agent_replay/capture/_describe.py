@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from ._canonical import INT_RANGE, JSONValue, to_jsonable
+from ._canonical import INT_RANGE, JSONValue, native_json_text, to_jsonable
 
 Description = Any
 """A type description: None (plain JSON, as is) or a small JSON object (see ``describe``)."""
@@ -62,7 +62,8 @@ def describe(value: object) -> tuple[Description, list[str]]:
     tuple's or set's items), ``v`` (of a dict's values, by key), ``k`` (of its non-string keys),
     ``f`` (of a dataclass's fields). Never raises.
     """
-    if is_plain_json(value) and _fits_orjson(value):
+    # plain JSON that orjson refuses as it is (integers beyond 64 bits) is described
+    if is_plain_json(value) and native_json_text(value) is not None:
         return None, []
     lossy = _Lossy()
     try:
@@ -70,15 +71,6 @@ def describe(value: object) -> tuple[Description, list[str]]:
         return desc, [*lossy, *(f"{name}{UNNAMED}" for name in dict.fromkeys(lossy.unnamed))]
     except Exception:
         return None, [class_name(type(value))]
-
-
-def _fits_orjson(value: object) -> bool:
-    """False for plain JSON that orjson refuses as it is (integers beyond 64 bits): then it is described."""
-    try:
-        orjson.dumps(value)
-    except TypeError:
-        return False
-    return True
 
 
 _SCALARS = frozenset(PLAIN_TYPES)
