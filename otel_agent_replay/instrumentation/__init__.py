@@ -26,7 +26,7 @@ from ._steps import (
     start_step,
     step_attributes,
 )
-from ._streams import Chunks, record_stream, record_stream_async
+from ._streams import Chunks, due_in, record_stream, record_stream_async
 
 __all__ = [
     "Chunks",
@@ -44,6 +44,7 @@ __all__ = [
     "current_recording",
     "current_replay",
     "current_run",
+    "due_in",
     "make_spec",
     "model_call",
     "positive_seconds",

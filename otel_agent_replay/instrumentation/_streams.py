@@ -87,6 +87,12 @@ class Chunks:
             step.fail(error)
 
 
+def due_in(start_ns: int, offset_ns: int) -> float:
+    """Seconds until a chunk recorded ``offset_ns`` after its stream began is due again, for a replayed
+    stream that began at ``start_ns`` (``time.monotonic_ns``); zero or less when it is due."""
+    return (start_ns + offset_ns - time.monotonic_ns()) / 1e9
+
+
 def _nothing() -> None:
     return None
 

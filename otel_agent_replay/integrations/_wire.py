@@ -24,6 +24,8 @@ from typing import Any
 
 import orjson
 
+from otel_agent_replay.instrumentation import due_in
+
 RESPONSE_HEADERS = frozenset(
     {
         "content-type",
@@ -142,21 +144,19 @@ def event_data(result: dict[str, Any]) -> Iterator[Any]:
             continue
 
 
-def _offsets(result: dict[str, Any]) -> list[float]:
-    """Each recorded event's offset in seconds (0 where it has none), one per chunk of ``_chunks``."""
-    out: list[float] = []
+def _offsets(result: dict[str, Any]) -> list[int]:
+    """Each recorded event's offset in ns (0 where it has none), one per chunk of ``_chunks``."""
+    out: list[int] = []
     for event in result.get("events") or ():
         if isinstance(event, dict):
-            offset = event.get("offset")
-            out.append(float(offset) if isinstance(offset, (int, float)) and not isinstance(offset, bool) else 0.0)
+            offset = event.get("offset")  # seconds
+            out.append(round(offset * 1e9) if isinstance(offset, (int, float)) and not isinstance(offset, bool) else 0)
     return out
 
 
-def _wait(offsets: list[float] | None, n: int, start: float) -> float:
-    """Seconds until chunk ``n`` is due (``start`` + its offset), when paced; 0 when unpaced."""
-    if offsets is None or n >= len(offsets):
-        return 0.0
-    return start + offsets[n] - time.monotonic()
+def _wait(offsets: list[int] | None, n: int, start_ns: int) -> float:
+    """Seconds until chunk ``n`` is due, when paced; 0 when unpaced."""
+    return due_in(start_ns, offsets[n]) if offsets is not None and n < len(offsets) else 0.0
 
 
 def _chunks(result: dict[str, Any]) -> list[bytes]:
@@ -180,12 +180,12 @@ def _replay_stream_class(module: ModuleType) -> type:
     if cls is None:
 
         class ReplayStream(module.SyncByteStream, module.AsyncByteStream):  # type: ignore[name-defined,misc]
-            def __init__(self, chunks: list[bytes], offsets: list[float] | None) -> None:
+            def __init__(self, chunks: list[bytes], offsets: list[int] | None) -> None:
                 self._chunks = chunks
-                self._offsets = offsets  # seconds from the stream's start, when paced
+                self._offsets = offsets  # ns from the stream's start, when paced
 
             def __iter__(self) -> Iterator[bytes]:
-                start = time.monotonic()
+                start = time.monotonic_ns()
                 for n, chunk in enumerate(self._chunks):
                     wait = _wait(self._offsets, n, start)
                     if wait > 0:
@@ -193,7 +193,7 @@ def _replay_stream_class(module: ModuleType) -> type:
                     yield chunk
 
             async def __aiter__(self) -> AsyncIterator[bytes]:
-                start = time.monotonic()
+                start = time.monotonic_ns()
                 for n, chunk in enumerate(self._chunks):
                     wait = _wait(self._offsets, n, start)
                     if wait > 0:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 import orjson
 
 from otel_agent_replay.core import attributes as A
-from otel_agent_replay.instrumentation import Chunks, ToolSpec, record_stream, record_stream_async
+from otel_agent_replay.instrumentation import Chunks, ToolSpec, due_in, record_stream, record_stream_async
 
 from ._index import rebuild_exception, recorded_result
 from ._serving import Decision, Recorded
@@ -49,8 +49,10 @@ def serve_stream(
         if serving.decision.how == "tape":
             recorded, offsets, error = stream_from_tape(session, serving.decision, spec)
             for n, chunk in enumerate(recorded):
-                if session._pace and n < len(offsets):
-                    _sleep_until(served.start, offsets[n])
+                if session.pace and n < len(offsets):
+                    delay = due_in(served.start, offsets[n])
+                    if delay > 0:
+                        time.sleep(delay)
                 served.add(chunk)
                 yield chunk
             if error is not None:
@@ -110,8 +112,8 @@ async def serve_stream_async(
         if serving.decision.how == "tape":
             recorded, offsets, error = stream_from_tape(session, serving.decision, spec)
             for n, chunk in enumerate(recorded):
-                if session._pace and n < len(offsets):
-                    delay = (served.start + offsets[n] - time.monotonic_ns()) / 1e9
+                if session.pace and n < len(offsets):
+                    delay = due_in(served.start, offsets[n])
                     if delay > 0:
                         await asyncio.sleep(delay)
                 served.add(chunk)
@@ -173,9 +175,3 @@ def _offsets(text: Any) -> list[int]:
     except orjson.JSONDecodeError:
         return []
     return [int(v) for v in value if isinstance(v, (int, float))] if isinstance(value, list) else []
-
-
-def _sleep_until(start_ns: int, offset_ns: int) -> None:
-    delay = (start_ns + offset_ns - time.monotonic_ns()) / 1e9
-    if delay > 0:
-        time.sleep(delay)
