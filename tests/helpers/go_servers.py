@@ -22,6 +22,8 @@ from typing import Any
 import orjson
 import pytest
 
+from helpers.processes import stop_group
+
 ROOT = Path(__file__).resolve().parents[2]
 JAEGER_CONFIG = ROOT / "compose" / "jaeger.yaml"
 COLLECTOR_CONFIG = ROOT / "compose" / "otel-collector.yaml"
@@ -73,14 +75,7 @@ class Server:
 
     def stop(self) -> None:
         """Stop the process group (SIGTERM, then SIGKILL) and wait for it."""
-        if self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=20)
+        stop_group(self.process)
 
 
 def _start(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -25,6 +24,8 @@ from urllib.parse import quote, urlencode
 
 import orjson
 import pytest
+
+from helpers.processes import stop_group
 
 SETUP_HINT = (
     "run the suite with `bash scripts/dev.sh test`, which installs Arize Phoenix into its own venv "
@@ -113,14 +114,7 @@ class Phoenix:
 
     def stop(self) -> None:
         """Kill Phoenix's process group and wait for it."""
-        if self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=20)
+        stop_group(self.process)
 
 
 def listening_addresses(pid: int) -> set[tuple[str, int]]:
