@@ -15,20 +15,11 @@ from pathlib import Path
 
 import pytest
 from helpers.e2e_agent import SPANS, record_agent, replays_strictly, stored_view, tape_facts, trace_id_of
-from helpers.go_servers import Collector, Jaeger, start_collector, start_jaeger
+from helpers.go_servers import Collector, Jaeger, start_collector
 from helpers.phoenix_server import listening_addresses
 from helpers.trace_facts import Facts, differences, otlp_facts, read_jsonl
 
 from otel_agent_replay import load_tape
-
-
-@pytest.fixture(scope="module")
-def jaeger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jaeger]:
-    server = start_jaeger(tmp_path_factory.mktemp("jaeger"))
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

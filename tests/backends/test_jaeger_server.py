@@ -16,7 +16,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +28,6 @@ from helpers.phoenix_server import listening_addresses
 from helpers.trace_facts import classic_facts, classic_view, differences, otlp_facts, read_jsonl
 
 from otel_agent_replay import load_tape
-
-
-@pytest.fixture(scope="module")
-def jaeger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jaeger]:
-    server = start_jaeger(tmp_path_factory.mktemp("jaeger"))
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _script() -> str:
