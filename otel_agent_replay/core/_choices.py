@@ -46,10 +46,12 @@ class SideEffect(Choice):
 
 
 class StepKind(Choice):
-    """What a step is: a tool call or a model (LLM) call."""
+    """What a step is: a tool call, a model (LLM) call, or an HTTP request that no model route matched
+    (a tool step whose tool is ``{METHOD} {host}{path}``)."""
 
     TOOL = "tool"
     LLM = "llm"
+    HTTP = "http"
 
 
 class SideEffectPolicy(Choice):

@@ -49,6 +49,13 @@ OP_CHAT: Final = "chat"
 OP_EMBEDDINGS: Final = "embeddings"
 TOOL_TYPE_FUNCTION: Final = "function"
 
+# --- HTTP steps (OpenTelemetry HTTP client conventions) -------------------------
+HTTP_REQUEST_METHOD: Final = "http.request.method"
+HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
+SERVER_ADDRESS: Final = "server.address"
+SERVER_PORT: Final = "server.port"
+URL_PATH: Final = "url.path"
+
 # --- exception event (OpenTelemetry semantic conventions) --------------------
 EXCEPTION_EVENT: Final = "exception"
 EXCEPTION_TYPE: Final = "exception.type"

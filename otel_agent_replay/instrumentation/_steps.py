@@ -196,15 +196,18 @@ def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]
         }
         span_name = A.tool_span_name(spec.name)
     else:
-        model = spec.model or _model_from_args(captured.value) or spec.name
-        attrs = {A.GEN_AI_OPERATION_NAME: A.OP_CHAT, A.GEN_AI_REQUEST_MODEL: model, A.FUNCTION: spec.name}
+        model = spec.model or _model_from_args(captured.value, spec.model_argument) or spec.name
+        operation = spec.operation or A.OP_CHAT
+        attrs = {A.GEN_AI_OPERATION_NAME: operation, A.GEN_AI_REQUEST_MODEL: model, A.FUNCTION: spec.name}
         if spec.provider:
             attrs[A.GEN_AI_PROVIDER_NAME] = spec.provider
         attrs[A.MODEL_ARGUMENTS] = captured.json
         messages = messages_json(captured.value)
         if messages is not None:
             attrs[A.GEN_AI_INPUT_MESSAGES] = messages
-        span_name = A.model_span_name(model)
+        span_name = f"{operation} {model}"
+    if spec.call_attributes is not None:
+        attrs.update(spec.call_attributes(captured.value))
     attrs[A.RUN_ID] = run.run_id
     attrs[A.STEP_ID] = ids.step_id
     attrs[A.PARENT_STEP_ID] = ids.parent_step_id
@@ -291,9 +294,9 @@ def _warn_outside_run(spec: ToolSpec, recording: object) -> None:
     )
 
 
-def _model_from_args(value: object) -> str | None:
+def _model_from_args(value: object, argument: str) -> str | None:
     if isinstance(value, dict):
-        model = value.get("model")
+        model = value.get(argument)
         if isinstance(model, str) and model:
             return model
     return None

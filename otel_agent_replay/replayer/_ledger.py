@@ -34,6 +34,9 @@ Counter = Literal[
     "out_of_bounds_calls",
     "outside_calls",
     "blocked_connections",
+    "passthrough_requests",
+    "loopback_connections",
+    "child_processes",
 ]
 """The name of a replay counter, as ``stats[...]`` spells it (a contract: ``stats["live_tool_calls"]``)."""
 
@@ -76,7 +79,14 @@ class ReplayStats(Mapping[str, Any]):
     """Decorated calls made from a thread or task that did not carry the replay's context (refused unless
     ``outside_calls='read_only'`` let a read-only one run)."""
     blocked_connections: int = 0
-    """Outgoing connections the network guard stopped (``NetworkBlocked``)."""
+    """Outgoing connections (or sends) the network guard stopped (``NetworkBlocked``)."""
+    passthrough_requests: int = 0
+    """HTTP requests sent live to a host named in ``passthrough=`` (never recorded)."""
+    loopback_connections: int = 0
+    """Connections to loopback that a strict replay let through below HTTP (a database, or a client that
+    speaks HTTP over raw sockets and so is not seen as HTTP): counted and warned, never silent."""
+    child_processes: int = 0
+    """Processes started from the replay's context: what they do cannot be refused from here."""
 
     def __getitem__(self, key: str) -> Any:
         name = _FIELD_OF.get(key)

@@ -36,7 +36,7 @@ from otel_agent_replay.core import (
     choice,
 )
 from otel_agent_replay.instrumentation import positive_seconds
-from otel_agent_replay.integrations import HttpRoute
+from otel_agent_replay.integrations import HttpRoute, side_effect_rules
 
 from ._messages import API_HINTS, Hints
 
@@ -108,10 +108,19 @@ class ReplayOptions:
     allow_hosts: Iterable[str] | None = None
     """Hosts (names or IP addresses) the agent's code may connect to during a strict replay; None: loopback
     (``localhost``, 127.0.0.0/8, ``::1``); an empty list blocks loopback too."""
+    http: bool = True
+    """Every HTTP request from the replay's context is answered from the tape (``False``: HTTP is left to the
+    network guard alone)."""
     http_models: bool = True
-    """Model API calls over httpx/httpx2 are model steps (``False``: they are left alone)."""
+    """Requests that match a model route are model steps (``False``: they are plain HTTP steps)."""
     http_routes: tuple[HttpRoute, ...] = ()
     """More model routes, checked before the default ones."""
+    http_side_effects: Mapping[str, SideEffect | SideEffectName] = field(default_factory=dict)
+    """``"METHOD host/path"`` patterns (fnmatch) → the side effect of the HTTP steps they match (by default
+    ``GET``, ``HEAD`` and ``OPTIONS`` are read-only and every other method is external)."""
+    passthrough: Iterable[str] = ()
+    """Hosts (``host`` or ``host:port``) whose HTTP requests go live and are never recorded, each counted in
+    ``passthrough_requests``; the network guard lets them through too."""
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # normalising in a frozen dataclass
@@ -146,6 +155,11 @@ class ReplayOptions:
             put(self, "allow_hosts", hosts)
         if not isinstance(self.redactor, Redactor):
             raise ConfigurationError(f"replay(redactor={self.redactor!r}): give a Redactor")
+        put(self, "http_side_effects", MappingProxyType(dict(side_effect_rules(self.http_side_effects))))
+        hosts = (self.passthrough,) if isinstance(self.passthrough, str) else tuple(self.passthrough)
+        if not all(isinstance(h, str) and h for h in hosts):
+            raise ConfigurationError(f"replay(passthrough={self.passthrough!r}): give hosts, as 'host' or 'host:port'")
+        put(self, "passthrough", frozenset(h.lower() for h in hosts))
         put(self, "http_routes", tuple(self.http_routes))
         for route in self.http_routes:
             if not isinstance(route, HttpRoute):
@@ -186,6 +200,16 @@ class ReplayOptions:
     def pace_policy(self) -> Pace:
         """``pace`` as a ``Pace``."""
         return cast(Pace, self.pace)
+
+    @property
+    def passthrough_hosts(self) -> frozenset[str]:
+        """``passthrough`` as a set of lower-case ``host`` or ``host:port`` strings."""
+        return cast(frozenset[str], self.passthrough)
+
+    def passes_through(self, host: str, port: int | None) -> bool:
+        """Whether HTTP to this host (and port) goes live under ``passthrough=``."""
+        hosts = self.passthrough_hosts
+        return bool(hosts) and (host in hosts or (port is not None and f"{host}:{port}" in hosts))
 
     @property
     def guards_network(self) -> bool:

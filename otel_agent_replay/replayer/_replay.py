@@ -116,6 +116,13 @@ class replay(Scope[ReplaySession, _Entered]):
         connection from the replay's context to a host not in ``allow_hosts`` raises ``NetworkBlocked``).
     :param allow_hosts: hosts the agent's code may connect to in a strict replay (default: loopback;
         an empty list blocks loopback too).
+    :param http: False leaves HTTP requests to the network guard alone (default: every request from the
+        replay's context is answered from the tape, whatever the host, loopback included).
+    :param http_models: False makes requests to model routes plain HTTP steps.
+    :param http_routes: more model routes (``HttpRoute``), checked before the default ones.
+    :param http_side_effects: ``"METHOD host/path"`` patterns → side effect of the HTTP steps they match.
+    :param passthrough: hosts (``host`` or ``host:port``) whose HTTP goes live, never recorded, counted in
+        ``passthrough_requests``.
     """
 
     def __init__(
@@ -144,8 +151,11 @@ class replay(Scope[ReplaySession, _Entered]):
         pace: Pace | PaceName | None = None,
         network: NetworkPolicy | NetworkPolicyName | None = None,
         allow_hosts: Iterable[str] | None = None,
+        http: bool | None = None,
         http_models: bool | None = None,
         http_routes: Iterable[HttpRoute] | None = None,
+        http_side_effects: Mapping[str, SideEffect | SideEffectName] | None = None,
+        passthrough: Iterable[str] | None = None,
     ) -> None:
         super().__init__()
         given = {
@@ -170,8 +180,11 @@ class replay(Scope[ReplaySession, _Entered]):
             "pace": pace,
             "network": network,
             "allow_hosts": allow_hosts,
+            "http": http,
             "http_models": http_models,
             "http_routes": None if http_routes is None else tuple(http_routes),
+            "http_side_effects": http_side_effects,
+            "passthrough": passthrough,
         }
         if options is not None and not isinstance(options, ReplayOptions):
             raise ConfigurationError(f"replay(options={options!r}): give a ReplayOptions (or use the keywords)")
@@ -196,7 +209,7 @@ class replay(Scope[ReplaySession, _Entered]):
         if path is not None and options.records(path.exists()):
             if options.record_mode == RecordMode.ALL:
                 temp = path.with_name(f".{path.name}.recording-{os.getpid()}")
-            recorder = record(temp or path, redactor=options.redactor, key_ignore=options.key_ignore, http_models=False)
+            recorder = record(temp or path, redactor=options.redactor, key_ignore=options.key_ignore, http=False)
             recorder.__enter__()
             session = ReplaySession(options, None, str(path), recording=True)
         else:
@@ -207,7 +220,11 @@ class replay(Scope[ReplaySession, _Entered]):
         token = current_replay.set(session)
         if session.network_guard is not None:
             network.install()
-        http = activate(options.http_routes) if options.http_models else None
+        http = (
+            activate(options.http_routes, http_models=options.http_models, http_side_effects=options.http_side_effects)
+            if options.http
+            else None
+        )
         return session, _Entered(session, token, recorder, temp, http)
 
     def _load(self, path: Path | None) -> Tape:

@@ -101,7 +101,7 @@ class ReplaySession:
         """Called with the run span (still open: attributes and events may go on it) and the output
         as each replayed run ends; the regression run evaluates there."""
         self.network_guard: NetworkGuard | None = (
-            NetworkGuard(options.allow_hosts, lambda: str(self.tape_path), self._blocked)
+            NetworkGuard(options.allow_hosts, lambda: str(self.tape_path), self._blocked, options.passthrough_hosts)
             if options.guards_network and not recording
             else None
         )
@@ -128,6 +128,13 @@ class ReplaySession:
     def out_of_bounds(self) -> tuple[str, ...]:
         """The tools whose calls were answered out of bounds (``on_miss="error_result"``), in order."""
         return tuple(d.tool for d in self.ledger.report() if d.kind == DivergenceKind.OUT_OF_BOUNDS)
+
+    def passes_through(self, host: str, port: int | None) -> bool:
+        """Whether an HTTP request to this host goes live under ``passthrough=`` (counted when it does)."""
+        if not self.options.passes_through(host, port):
+            return False
+        self.ledger.bump("passthrough_requests")
+        return True
 
     def view(self) -> RunView:
         """The replayed behaviour so far, for assertions (``tools_called``, ``called_with`` …)."""

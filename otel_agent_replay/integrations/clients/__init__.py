@@ -1,0 +1,8 @@
+"""Clients: where each HTTP client's requests are intercepted, and how its own response type is built
+from a recorded result. One module a client; each registers its ``patch`` with the activation."""
+
+from __future__ import annotations
+
+from ._httpx import patch as patch_httpx
+
+__all__ = ["patch_httpx"]
