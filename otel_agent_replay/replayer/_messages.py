@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from otel_agent_replay.comparison import describe, json_changes, short
-from otel_agent_replay.core import RecordMode, SideEffect, SideEffectRefused, TapeDrift, TapeMiss, TapeUnused
+from otel_agent_replay.core import RecordMode, SideEffect, SideEffectRefused, StepKind, TapeDrift, TapeMiss, TapeUnused
 from otel_agent_replay.tape import Step
 
 if TYPE_CHECKING:
@@ -103,6 +103,12 @@ def miss_error(
         fix = (
             f"{spec.name} is not read-only, so no mode runs it during a replay: re-record the tape: "
             f"{hints.mode('all')}; or serve it from a fake: {hints.option(f'fallbacks={{{spec.name!r}: fake}}')}."
+        )
+    if spec.kind == StepKind.HTTP:
+        host = spec.name.split(" ", 1)[-1].split("/", 1)[0]
+        fix += (
+            f" A request the tape does not answer is never sent, whatever the host (loopback too); to let this "
+            f"host's HTTP go live, unrecorded: {hints.option(f'passthrough=[{host!r}]')}."
         )
     lines.append(f"Replay mode {mode.value!r}. To fix: {fix}")
     return TapeMiss("\n".join(lines))
