@@ -132,13 +132,12 @@ def test_requests_outside_the_runs_context_and_suppressed_ones_are_not_steps(tap
 
 def test_credentials_never_reach_the_tape(tape: Path) -> None:
     secret = "sk-proj-4fA9c2Lq7Zr1Xw8Mn3Bv6Tk0Yh5Ps2Dg"
-    with rest_api() as api:
-        with record(tape), agent_run("secrets"):
-            httpx.get(
-                api.url + "/items",
-                params={"key": "AIzaSyD4x9Lq2Zr7Xw1Mn8Bv3Tk6Yh0Ps5DgQwE", "api_key": secret, "q": "lamp"},
-                headers={"Authorization": f"Bearer {secret}", "Cookie": "session=abc123-cookie", "X-Api-Key": secret},
-            )
+    with rest_api() as api, record(tape), agent_run("secrets"):
+        httpx.get(
+            api.url + "/items",
+            params={"key": "AIzaSyD4x9Lq2Zr7Xw1Mn8Bv3Tk6Yh0Ps5DgQwE", "api_key": secret, "q": "lamp"},
+            headers={"Authorization": f"Bearer {secret}", "Cookie": "session=abc123-cookie", "X-Api-Key": secret},
+        )
     text = tape.read_text()
     for leaked in (secret, "AIzaSyD4x9Lq2Zr7Xw1Mn8Bv3Tk6Yh0Ps5DgQwE", "abc123-cookie", "s3cr3t-cookie-value"):
         assert leaked not in text
