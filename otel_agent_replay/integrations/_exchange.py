@@ -32,11 +32,10 @@ from opentelemetry import context as otel_context
 from otel_agent_replay.core import ReplayDivergence
 from otel_agent_replay.instrumentation import (
     StepInFlight,
-    active_run,
     current_replay,
-    current_run,
     prepare,
     start_step,
+    step_run,
 )
 
 from . import _activation
@@ -137,9 +136,9 @@ def intercept(request: Request) -> Exchange | None:
     if session is not None:
         return Exchange(request, spec, args, session, None)
     # Recording: a model call joins the process's only run even from a bare thread (as decorated model
-    # calls do); any other request only from a run's context, so a library's background telemetry
-    # (a thread started outside the run) never becomes a step.
-    run = active_run() if matched is not None else current_run.get()
+    # calls do); any other request only from a run's or the record block's context (its implicit run),
+    # so a library's background telemetry (a thread started outside the block) never becomes a step.
+    run = step_run(context_only=matched is None)
     if run is None:
         return None
     return Exchange(request, spec, args, None, run)
