@@ -135,13 +135,16 @@ def intercept(request: Request) -> Exchange | None:
     assert args is not None
     if session is not None:
         return Exchange(request, spec, args, session, None)
+    observer = current_replay.get()  # a replay that records (mode once or all): its view() shows this step
     # Recording: a model call joins the process's only run even from a bare thread (as decorated model
     # calls do); any other request only from a run's or the record block's context (its implicit run),
     # so a library's background telemetry (a thread started outside the block) never becomes a step.
     run = step_run(context_only=matched is None)
     if run is None:
         return None
-    return Exchange(request, spec, args, None, run)
+    exchange = Exchange(request, spec, args, None, run)
+    exchange.observer = observer
+    return exchange
 
 
 def response_result(status: int, headers: Any, content: bytes, started: float | None = None) -> dict[str, Any]:
@@ -169,6 +172,9 @@ class Exchange:
         self.run = run
         self.step: StepInFlight | None = None
         self.started = 0.0
+        self.seq = 0
+        self.observer: Any = None
+        """A replay that records (modes ``once`` and ``all``): told each recorded step, for its ``view()``."""
 
     @property
     def replaying(self) -> bool:
@@ -226,8 +232,15 @@ class Exchange:
 
     def begin(self) -> None:
         """Start the step (call just before sending)."""
-        self.step = start_step(self.spec, prepare(self.spec, self.run, (), self.args))
+        prep = prepare(self.spec, self.run, (), self.args)
+        self.seq = prep.ids.seq
+        self.step = start_step(self.spec, prep)
         self.started = time.monotonic()
+
+    def _observe(self, result: object, error: BaseException | None) -> None:
+        observe = getattr(self.observer, "observe_recorded", None)
+        if observe is not None:
+            observe(self.spec, self.seq, self.args, result, error)
 
     def sent(self) -> None:
         """The request went out and its response head came back: the rest of the step (reading a
@@ -245,13 +258,16 @@ class Exchange:
             if step.tokens:
                 self.sent()
             step.fail(exc)
+            self._observe(None, exc)
 
     def finish(self, status: int, headers: Any, content: bytes) -> None:
         """The whole response arrived."""
         step = self.step
         if step is None:
             return
-        step.finish(response_result(status, headers, content, self.started))
+        result = response_result(status, headers, content, self.started)
+        step.finish(result)
+        self._observe(result, None)
 
     def stream(self, status: int, headers: Any) -> Stream | None:
         """A recorder for a streamed response in a framing we know (None: read it whole and ``finish``).
@@ -263,7 +279,7 @@ class Exchange:
         framing = framing_for(headers)
         if step is None or framing is None or str(headers.get("content-encoding", "identity")) not in ("identity", ""):
             return None
-        return Stream(step, StreamRecorder(framing, self.started), status, kept_headers(headers))
+        return Stream(step, StreamRecorder(framing, self.started), status, kept_headers(headers), self._observe)
 
 
 class Stream:
@@ -275,8 +291,10 @@ class Stream:
         recorder: StreamRecorder,
         status: int,
         headers: dict[str, str],
+        observe: Callable[[object, BaseException | None], None],
     ) -> None:
         self._step = step
+        self._observe = observe
         self._recorder = recorder
         self._status = status
         self._headers = headers
@@ -295,6 +313,8 @@ class Stream:
         self._done = True
         try:
             if self._step.run.stream_closed(self._token):  # not ended already by the run's end
-                self._step.finish(self._recorder.result(self._status, self._headers))
+                result = self._recorder.result(self._status, self._headers)
+                self._step.finish(result)
+                self._observe(result, None)
         except Exception:  # recording must never break the caller's stream
             _log.exception("could not record an HTTP event stream")

@@ -332,6 +332,11 @@ class ReplaySession:
     def _observe(self, spec: ToolSpec, prep: Prepared, result: object, error: BaseException | None) -> None:
         self.ledger.remember(spec, prep.ids.seq, prep.captured.value, result, error)
 
+    def observe_recorded(self, spec: ToolSpec, seq: int, args: dict[str, Any], result: object, error: object) -> None:
+        """A step recorded outside ``call`` while this replay records (an HTTP request): kept for ``view()``."""
+        if self.recording:
+            self.ledger.remember(spec, seq, args, result, error if isinstance(error, BaseException) else None)
+
     def _observe_recorded(
         self,
         spec: ToolSpec,

@@ -142,3 +142,25 @@ def test_credentials_never_reach_the_tape(tape: Path) -> None:
     for leaked in (secret, "AIzaSyD4x9Lq2Zr7Xw1Mn8Bv3Tk6Yh0Ps5DgQwE", "abc123-cookie", "s3cr3t-cookie-value"):
         assert leaked not in text
     assert '"q":"lamp"' in text.replace("\\", "")  # the rest of the query is kept
+
+
+def test_view_shows_the_same_http_model_steps_and_tokens_when_recording_and_replaying(tape: Path) -> None:
+    import openai
+    from helpers.model_server import fake_provider
+
+    def agent(url: str) -> str:
+        client = openai.OpenAI(base_url=url, api_key="sk-test", max_retries=0)
+        reply = client.chat.completions.create(model="gpt-x", messages=[{"role": "user", "content": "hello"}])
+        lookup_url = url.removesuffix("/v1")
+        httpx.get(lookup_url + "/health")
+        return reply.choices[0].message.content or ""
+
+    with fake_provider() as fp:
+        with replay(tape, mode="once") as recording:  # no agent_run: the implicit run
+            agent(fp.openai_url)
+        with replay(tape) as replaying:
+            agent(fp.openai_url)
+    recorded, replayed = recording.view(), replaying.view()
+    assert recorded.step_count == replayed.step_count == 2
+    assert recorded.tokens_in == replayed.tokens_in > 0
+    assert recorded.tokens_out == replayed.tokens_out > 0
