@@ -77,6 +77,8 @@ EVALUATION_JUDGE_MODEL: Final = "agent_replay.evaluation.judge_model"
 EVALUATION_CRITERIA_VERSION: Final = "agent_replay.evaluation.criteria_version"
 """On a ``gen_ai.evaluation.result`` event: the version of the criteria it was judged by."""
 # provenance: what a run was captured with, so fixture rot can be seen (``check --provenance``)
+IMPLICIT_RUN: Final = "agent_replay.implicit"
+"""True on the run span of a record block's implicit run (steps made outside every ``agent_run``)."""
 SDK_VERSION: Final = "agent_replay.sdk_version"
 """The otel-agent-replay version that recorded the run."""
 AGENT_COMMIT: Final = "agent_replay.agent_commit"

@@ -17,6 +17,8 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 
+from otel_agent_replay.core import attributes as A
+
 from ._runs import agent_run
 from ._runtime import RunState, current_recording, implicit_hooks
 
@@ -52,7 +54,8 @@ def implicit_run(recording: object) -> RunState:
             current_recording.set(recording)
             if parent is not None:
                 otel_context.attach(parent)
-            _handle, entered = run._start()
+            handle, entered = run._start()
+            handle.span.set_attribute(A.IMPLICIT_RUN, True)
             return entered[0], entered
 
         state, entered = ctx.run(enter)

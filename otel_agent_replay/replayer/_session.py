@@ -57,7 +57,7 @@ from ._ledger import Divergence, Ledger, ReplayStats
 from ._messages import outside_error, unused_error
 from ._network import NetworkGuard
 from ._options import ReplayOptions
-from ._runs import ReplayRun, has_agent, select_runs, take_run, unknown_agent
+from ._runs import ReplayRun, has_agent, select_runs, take_implicit, take_run, unknown_agent
 from ._serving import (
     Decision,
     HitSpan,
@@ -221,7 +221,7 @@ class ReplaySession:
         with self._lock:
             implicit = self._implicit
             if implicit is None:
-                recorded = self._queue.pop(0) if self._queue else None
+                recorded = take_implicit(self._queue)
                 index = self._index(recorded) if recorded else None
                 live = RunState(
                     recorded.run_id if recorded else "",

@@ -12,7 +12,7 @@ import pytest
 from helpers.rawtape import raw_spans, run_span_of, steps_of
 from helpers.sample_tools import fetch_doc, plain_tool, summarise
 
-from otel_agent_replay import TapeWarning, agent_run, model_call, record, replay, tool
+from otel_agent_replay import TapeWarning, agent_run, load_tape, model_call, record, replay, tool
 from otel_agent_replay.core import attributes as A
 
 
@@ -155,3 +155,17 @@ def test_calls_outside_a_run_belong_to_the_blocks_implicit_run(tape: Path) -> No
     with replay(tape, run_id=run.attrs[A.RUN_ID], stub=["plain_tool"]) as session:
         assert plain_tool(4) == 8 and plain_tool(5) == 10  # the replay binds its implicit run the same way
     assert session.stats.hits == 2
+
+
+def test_a_replay_binds_calls_outside_runs_to_the_implicit_run_whatever_the_order(tape: Path) -> None:
+    with record(tape, agent="block"):
+        with agent_run("agent"):
+            plain_tool(1)
+        plain_tool(2)  # after the run: the block's implicit run, later on the tape
+    runs = load_tape(tape).runs
+    assert [(r.agent_name, r.attributes.get(A.IMPLICIT_RUN)) for r in runs] == [("agent", None), ("block", True)]
+    with replay(tape, stub=["plain_tool"]) as session:
+        assert plain_tool(2) == 4  # before the run this time: still the implicit run's call
+        with agent_run("agent"):
+            assert plain_tool(1) == 2
+    assert session.stats.hits == 2 and session.stats.drifts == 0
