@@ -88,7 +88,16 @@ def miss_error(
         f"  live     {prep.captured.call_key}  {short(prep.captured.value, _LONG)}",
     ]
     nearest = index.nearest(spec.name, prep.captured.value) if index is not None else []
-    if nearest:
+    if index is None:
+        run = prep.run
+        who = f"run {run.run_id} ({run.agent_name})" if run.agent_name else "this call's run"
+        lines[0] = (
+            f"miss: the {ordinal(n)} call of {spec.name} (live seq {prep.ids.seq}) belongs to {who}, which has no "
+            f"recorded run left on {tape_path or 'the tape'} to replay: the agent started more runs than were "
+            "recorded (or made this call after every recorded run was replayed)"
+        )
+        lines.append("  every recorded run was already bound to a live one")
+    elif nearest:
         lines.append(f"  nearest recorded calls of {spec.name}:")
         for step, changes in nearest:
             lines.append(f"    seq {step.seq} {step.step_id}  {describe(changes, 4)}")
