@@ -12,6 +12,7 @@ import dataclasses
 import inspect
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from opentelemetry.trace import INVALID_SPAN, Link, Span
@@ -48,6 +49,7 @@ from otel_agent_replay.instrumentation import (
     tool_spec,
 )
 from otel_agent_replay.tape import Run, Step, Tape
+from otel_agent_replay.timetravel import Fork, ForkState
 
 from ._append import Appender
 from ._decide import Decider
@@ -79,7 +81,14 @@ _RECORDING_RUN = object()
 class ReplaySession:
     """The state of one replay: runs to replay, counters, divergences. Also the handle."""
 
-    def __init__(self, options: ReplayOptions, tape: Tape | None, tape_path: str | None, recording: bool) -> None:
+    def __init__(
+        self,
+        options: ReplayOptions,
+        tape: Tape | None,
+        tape_path: str | None,
+        recording: bool,
+        fork_tape: Path | None = None,
+    ) -> None:
         self.options = options
         self.tape = tape
         self.tape_path = tape_path
@@ -90,7 +99,8 @@ class ReplaySession:
         self.capture = Capture(redactor=options.redactor, keys=KeyRules(options.key_ignore))
         self._tracer = replay_tracer()
         self.ledger = Ledger()
-        self._decider = Decider(options, self.ledger, tape, tape_path)
+        self.fork_state = ForkState(options.then_policy, fork_tape)
+        self._decider = Decider(options, self.ledger, tape, tape_path, self.fork_state)
         self._lock = threading.Lock()
         self._queue: list[Run] = list(select_runs(tape, options)) if tape is not None else []
         self._bound: list[ReplayRun] = []
@@ -118,6 +128,12 @@ class ReplaySession:
     def report(self) -> tuple[Divergence, ...]:
         """Every divergence so far, in the order it happened."""
         return self.ledger.report()
+
+    @property
+    def fork(self) -> Fork | None:
+        """Where the replay forked (``then="live"``/``"fallbacks"``, ``edit=``): the recorded step, the cause and
+        the difference, and the tape the forked run went to; None while it has not forked."""
+        return self.fork_state.fork
 
     @property
     def pace(self) -> bool:
@@ -448,7 +464,8 @@ class ReplaySession:
             return
         if self.ledger.raised:
             raise self.ledger.raised[0]  # swallowed by the agent: the test must still fail
-        if unused and not self.options.allow_unused:
+        # a fork or an edit changes the path on purpose: what was not used is in the report, not a failure
+        if unused and not self.options.allow_unused and not self.fork_state.forked and not self.options.edit:
             raise unused_error(unused, self.tape_path, self.options.hints)
 
 
