@@ -6,7 +6,7 @@ The context variables that carry the active run, recording and replay live here 
 from __future__ import annotations
 
 from ._decorators import model_call, tool
-from ._implicit import default_agent_name, end_implicit_run
+from ._implicit import default_agent_name, end_implicit_run, implicit_replay_run
 from ._outside import (
     recording_ended,
     recording_started,
@@ -48,6 +48,7 @@ __all__ = [
     "default_agent_name",
     "due_in",
     "end_implicit_run",
+    "implicit_replay_run",
     "make_spec",
     "model_call",
     "positive_seconds",

@@ -12,6 +12,7 @@ import contextvars
 import os
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,8 @@ from ._runs import agent_run
 from ._runtime import RunState, current_recording, implicit_hooks
 
 _lock = threading.Lock()
-_open: dict[int, tuple[RunState, contextvars.Context, agent_run, Any]] = {}
-"""id(recording) → the implicit run, the context it was entered in, its ``agent_run`` and what its end needs."""
+_open_runs: dict[int, tuple[RunState, contextvars.Context, agent_run, Any]] = {}
+"""id(recording or replay) → its implicit run, the context it was entered in, its agent_run, what its end needs."""
 
 
 def default_agent_name() -> str:
@@ -40,18 +41,32 @@ def default_agent_name() -> str:
 
 def implicit_run(recording: object) -> RunState:
     """The implicit run of ``recording``, opened on first use."""
-    key = id(recording)
+    return _open(
+        recording,
+        lambda: getattr(recording, "agent", None) or default_agent_name(),
+        getattr(recording, "otel_context", None),
+        recording,
+    )
+
+
+def implicit_replay_run(session: object, agent_name: str | None) -> RunState:
+    """The implicit run of a replay (calls made outside every live ``agent_run``), opened on first use: a
+    run of ``agent_name`` (the recorded implicit run's agent), bound by the session like any run."""
+    return _open(session, lambda: agent_name or default_agent_name(), None, None)
+
+
+def _open(owner: object, name: Callable[[], str], parent: Any, recording: object | None) -> RunState:
+    key = id(owner)
     with _lock:
-        found = _open.get(key)
+        found = _open_runs.get(key)
         if found is not None:
             return found[0]
-        name = getattr(recording, "agent", None) or default_agent_name()
-        run = agent_run(name)
+        run = agent_run(name())
         ctx = contextvars.copy_context()
-        parent = getattr(recording, "otel_context", None)
 
         def enter() -> tuple[RunState, Any]:
-            current_recording.set(recording)
+            if recording is not None:
+                current_recording.set(recording)
             if parent is not None:
                 otel_context.attach(parent)
             handle, entered = run._start()
@@ -59,14 +74,14 @@ def implicit_run(recording: object) -> RunState:
             return entered[0], entered
 
         state, entered = ctx.run(enter)
-        _open[key] = (state, ctx, run, entered)
+        _open_runs[key] = (state, ctx, run, entered)
         return state
 
 
-def end_implicit_run(recording: object, error: BaseException | None = None) -> None:
-    """End ``recording``'s implicit run, if it opened one (called as its block ends)."""
+def end_implicit_run(owner: object, error: BaseException | None = None) -> None:
+    """End the implicit run of a recording or a replay, if it opened one (called as its block ends)."""
     with _lock:
-        found = _open.pop(id(recording), None)
+        found = _open_runs.pop(id(owner), None)
     if found is not None:
         _state, ctx, run, entered = found
         ctx.run(run._stop, entered, error)

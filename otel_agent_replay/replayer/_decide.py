@@ -198,10 +198,12 @@ class Decider:
             self.ledger.bump("steps")  # the session counts the live call as it serves it
             return Decision("live")
         index = bound.index
-        step = index.take(prep.captured.call_key) if index is not None else None
-        if step is not None and (name in self.options.stubbed or self._stub_all):
-            self.ledger.bump("steps", "tape_hits", "stubbed_side_effects")
-            return Decision("tape", step=step)
+        if index is not None and (name in self.options.stubbed or self._stub_all):
+            # after a fork its arguments may differ: a stubbed tool answers with its call at this position
+            step = index.take(prep.captured.call_key) or index.take_at_position(name, n)
+            if step is not None:
+                self.ledger.bump("steps", "tape_hits", "stubbed_side_effects")
+                return Decision("tape", step=step)
         self.ledger.bump("steps", "refused_side_effects")
         declared = spec.side_effect or self.options.declared.get(name)
         self.ledger.fail(refused_error(name, declared, run_id, self.options.hints), run_id, name, n, seq)

@@ -287,6 +287,7 @@ class replay(Scope[ReplaySession, _Entered]):
     def _stop(self, entered: _Entered, error: BaseException | None) -> None:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         replay_ended(entered.session)
+        entered.session.end_implicit(error)  # its span reaches a recording still open (a fork tape)
         if entered.http is not None:
             entered.http.close()
         current_replay.reset(entered.token)

@@ -68,13 +68,13 @@ def take_run(queue: list[Run], agent_name: str, input_hash: str | None) -> Run |
     return queue.pop(same[0]) if same else None
 
 
-def take_implicit(queue: list[Run]) -> Run | None:
+def peek_implicit(queue: list[Run]) -> Run | None:
     """The recorded run that calls outside every live ``agent_run`` replay: the first queued implicit run
-    (a record block's own run), else the first queued run; taken off the queue."""
-    for n, run in enumerate(queue):
+    (a record block's own run), else the first queued run (left on the queue)."""
+    for run in queue:
         if run.attributes.get(A.IMPLICIT_RUN) is True:
-            return queue.pop(n)
-    return queue.pop(0) if queue else None
+            return run
+    return queue[0] if queue else None
 
 
 def has_agent(runs: tuple[Run, ...], agent_name: str) -> bool:

@@ -44,6 +44,8 @@ from otel_agent_replay.instrumentation import (
     ToolSpec,
     active_run,
     current_run,
+    end_implicit_run,
+    implicit_replay_run,
     prepare,
     start_step,
     tool_spec,
@@ -59,7 +61,7 @@ from ._ledger import Divergence, Ledger, ReplayStats
 from ._messages import outside_error, unused_error
 from ._network import NetworkGuard
 from ._options import ReplayOptions
-from ._runs import ReplayRun, has_agent, select_runs, take_implicit, take_run, unknown_agent
+from ._runs import ReplayRun, has_agent, peek_implicit, select_runs, take_run, unknown_agent
 from ._serving import (
     Decision,
     HitSpan,
@@ -105,6 +107,8 @@ class ReplaySession:
         self._queue: list[Run] = list(select_runs(tape, options)) if tape is not None else []
         self._bound: list[ReplayRun] = []
         self._implicit: ReplayRun | None = None
+        self._implicit_lock = threading.Lock()
+        self._next_implicit: Run | None = None
         self._appender: Appender | None = None
         self.closed = False
         self.on_run_end: Callable[[Span, object], None] | None = None
@@ -212,6 +216,10 @@ class ReplaySession:
 
     def _take_run(self, agent_name: str, input_hash: str | None) -> Run | None:
         """Take the recorded run a live run replays off the queue (called under the lock)."""
+        chosen, self._next_implicit = self._next_implicit, None
+        if chosen is not None and chosen in self._queue:  # the implicit run being opened: the run chosen for it
+            self._queue.remove(chosen)
+            return chosen
         return take_run(self._queue, agent_name, input_hash)
 
     def _recorded_runs(self) -> tuple[Run, ...]:
@@ -236,20 +244,37 @@ class ReplaySession:
             return bound, state
         with self._lock:
             implicit = self._implicit
-            if implicit is None:
-                recorded = take_implicit(self._queue)
-                index = self._index(recorded) if recorded else None
-                live = RunState(
-                    recorded.run_id if recorded else "",
-                    recorded.agent_name if recorded else "",
-                    INVALID_SPAN,
-                    self._capture_for(recorded, self.capture),
-                    None,
-                )
-                implicit = self._implicit = ReplayRun(index, live)
-                self._bound.append(implicit)
+        if implicit is None:
+            implicit = self._open_implicit()
         assert implicit.state is not None
         return implicit, implicit.state
+
+    def _open_implicit(self) -> ReplayRun:
+        """The replay's implicit run (calls outside every live ``agent_run``), bound to the tape's implicit
+        run (else its next run) and opened as a run of that agent, so its spans are a run like any other."""
+        with self._implicit_lock:
+            with self._lock:
+                if self._implicit is not None:
+                    return self._implicit
+                recorded = peek_implicit(self._queue)
+                self._next_implicit = recorded
+            if recorded is None:  # nothing left to replay: every call of this run misses
+                live = RunState("", "", INVALID_SPAN, self.capture, None)
+                implicit = ReplayRun(None, live)
+                with self._lock:
+                    self._bound.append(implicit)
+            else:
+                state = implicit_replay_run(self, recorded.agent_name or None)
+                assert isinstance(state.replay, ReplayRun)
+                implicit = state.replay
+                implicit.state = state
+            with self._lock:
+                self._implicit = implicit
+            return implicit
+
+    def end_implicit(self, error: BaseException | None = None) -> None:
+        """End the replay's implicit run, if it opened one (as the replay block ends)."""
+        end_implicit_run(self, error)
 
     @staticmethod
     def _capture_for(recorded: Run | None, capture: Capture) -> Capture:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,3 +94,36 @@ def test_an_edit_of_a_step_the_tape_lacks_names_the_steps_it_has(tape: Path, pro
     _recorded(tape, provider)
     with pytest.raises(ConfigurationError, match=r"search#9.*search#1"), replay(tape, edit={"search#9": {}}):
         pass
+
+
+def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    tests = Path(__file__).parent.parent
+    return subprocess.run(
+        [sys.executable, "-m", "otel_agent_replay.cli", *args],
+        cwd=tests,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_fork_command_edits_a_step_and_says_where_the_run_left_the_recording(
+    tape: Path, provider: FakeProvider
+) -> None:
+    _recorded(tape, provider)
+    fork_tape = tape.with_name("what-if.jsonl")
+    env = {"FORK_AGENT_URL": provider.openai_url}
+    done = _cli(
+        "fork", str(tape), "--agent", "helpers.fork_agent:run", "--at", "search#2", "--result", '{"results": []}',
+        "--then", "live", "--stub", "send_report", "-o", str(fork_tape), env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "forked at a call of search the recording does not have" in done.stdout
+    assert str(fork_tape) in done.stdout
+    assert not (Path(fork_agent.os.environ["FORK_AGENT_MARKERS"]) / "report-sent").exists()
+    (run,) = load_tape(fork_tape).runs
+    assert [s.tool for s in run.steps].count("search") == 3
+    bad = _cli("fork", str(tape), "--agent", "helpers.fork_agent:run", "--at", "search#7", "--result", "{}", env=env)
+    assert bad.returncode == 2 and "search#7" in bad.stderr and "search#2" in bad.stderr
