@@ -110,6 +110,18 @@ def _json_body(content: bytes) -> dict[str, Any] | None:
     return body if isinstance(body, dict) else {"body": body}
 
 
+_provider_specs: dict[tuple[int, str], Any] = {}
+
+
+def _spec_for(route: Any, provider: str) -> Any:
+    """A route's spec when another provider answers its path (made once per route and provider)."""
+    key = (id(route), provider)
+    spec = _provider_specs.get(key)
+    if spec is None or spec.name != route.name:
+        spec = _provider_specs[key] = route.spec_for(provider)
+    return spec
+
+
 def intercept(request: Request) -> Exchange | None:
     """What to do with a request: None to send it untouched, else the ``Exchange`` that records or answers it."""
     settings = _activation.settings()
@@ -127,7 +139,7 @@ def intercept(request: Request) -> Exchange | None:
         body = _json_body(request.body)
         if body is not None:
             provider = provider_for_host(matched.route, request.host)
-            spec = matched.route.spec if provider == matched.route.provider else matched.route.spec_for(provider)
+            spec = matched.route.spec if provider == matched.route.provider else _spec_for(matched.route, provider)
             args = {**body, **matched.placeholders}
     if spec is None:
         spec = http_spec(request, settings)
