@@ -135,7 +135,9 @@ def test_http_models_false_makes_a_model_request_a_plain_http_step(tape: Path) -
     with fake_provider() as fp:
         with record(tape, http_models=False), agent_run("plain"):
             live = httpx2.post(fp.url + "/v1/chat/completions", json=body)
-        with replay(tape, http_models=False, stub=[f"POST {fp.url.removeprefix('http://')}/v1/chat/completions"]) as session:
+        with replay(
+            tape, http_models=False, stub=[f"POST {fp.url.removeprefix('http://')}/v1/chat/completions"]
+        ) as session:
             again = httpx2.post(fp.url + "/v1/chat/completions", json=body)
         assert len(fp.requests) == 1  # the replay sent nothing
     assert again.content == live.content and again.status_code == live.status_code
