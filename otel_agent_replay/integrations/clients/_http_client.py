@@ -30,26 +30,21 @@ chunk while a tee on the response's file feeds the step (undoing chunked framing
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
-import http
 import http.client
 import importlib
 import io
-import time
-import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
-from otel_agent_replay.instrumentation import due_in
-
 from .. import _activation
-from .._exchange import Exchange, Request, Stream, _replaying, _suppressed, intercept, response_result
-from .._wire import check_result, chunks, is_stream, offsets_ns, result_headers
+from .._exchange import Exchange, Request, _replaying, _suppressed, intercept, response_result
+from .._wire import check_result
+from . import _http11 as http11
+from ._http11 import DROPPED, TapeSocket, Tee, decoded, head, response_bytes
 
 _PENDING = "_agent_replay_pending"
 _going_live: contextvars.ContextVar[bool] = contextvars.ContextVar("agent_replay_http_client_live", default=False)
-_DROPPED = frozenset({"content-encoding", "content-length", "transfer-encoding", "connection", "keep-alive"})
 
 
 # --- the request as it is written ------------------------------------------------------------------
@@ -113,270 +108,29 @@ def _scheme(conn: Any) -> str:
     return "https" if getattr(conn, "default_port", None) == 443 else "http"
 
 
-def _as_bytes(data: Any) -> bytes:
-    """What ``HTTPConnection.send`` would write for ``data``: bytes, a file's content, or an iterable's."""
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        return bytes(data)
-    if hasattr(data, "read"):
-        out = bytearray()
-        while block := data.read(8192):
-            out += block.encode("iso-8859-1") if isinstance(block, str) else block
-        return bytes(out)
-    if isinstance(data, str):
-        return data.encode("iso-8859-1")
-    return b"".join(bytes(part) for part in data)
-
-
-def _dechunk(body: bytes) -> bytes:
-    """A body without its chunked transfer framing."""
-    out = bytearray()
-    at = 0
-    while True:
-        end = body.find(b"\r\n", at)
-        if end < 0:
-            return bytes(out)
-        size = int(body[at:end].split(b";", 1)[0].strip() or b"0", 16)
-        if size == 0:
-            return bytes(out)
-        out += body[end + 2 : end + 2 + size]
-        at = end + 2 + size + 2
-
-
 def parse_request(conn: Any, raw: bytes) -> Request | None:
     """The request a connection wrote, from its bytes (None if they are not an HTTP/1.x request)."""
-    head, sep, body = raw.partition(b"\r\n\r\n")
-    if not sep:
-        return None
-    lines = head.decode("iso-8859-1").split("\r\n")
-    parts = lines[0].split(" ")
-    if len(parts) != 3:
-        return None
-    method, target, _version = parts
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        key = name.strip().lower()
-        headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
-    if "chunked" in headers.get("transfer-encoding", "").lower():
-        body = _dechunk(body)
-    elif "content-length" in headers:
-        with contextlib.suppress(ValueError):
-            body = body[: int(headers["content-length"])]
-    if "://" in target.split("?", 1)[0]:  # absolute form, through a proxy
-        return Request.from_url(method, target, headers, body)
-    path, _, query = target.partition("?")
     host, port = _destination(conn)
-    return Request(method.upper(), _scheme(conn), host, port, path or "/", query, headers, body)
+    return http11.parse_request(raw, _scheme(conn), host, port)
 
 
 # --- the response given back -----------------------------------------------------------------------
 
 
-class _Parts(io.RawIOBase):
-    """The bytes of a response, handed out one recorded part at a time (each when due, if paced)."""
-
-    def __init__(self, parts: list[bytes], offsets: list[int] | None) -> None:
-        self._parts = parts
-        self._offsets = offsets  # ns from the first read, one per part (None: at once)
-        self._index = 0
-        self._at = 0
-        self._start: int | None = None
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        while self._index < len(self._parts) and self._at >= len(self._parts[self._index]):
-            self._index += 1
-            self._at = 0
-        if self._index >= len(self._parts):
-            return 0
-        if self._offsets is not None and self._at == 0:
-            if self._start is None:
-                self._start = time.monotonic_ns()
-            wait = due_in(self._start, self._offsets[self._index]) if self._index < len(self._offsets) else 0.0
-            if wait > 0:
-                time.sleep(wait)
-        part = self._parts[self._index]
-        n = min(len(buffer), len(part) - self._at)
-        buffer[:n] = part[self._at : self._at + n]
-        self._at += n
-        return n
-
-
-class _TapeSocket:
-    """What ``HTTPResponse`` reads a replayed response from (it only calls ``makefile``)."""
-
-    def __init__(self, reader: io.BufferedReader) -> None:
-        self._reader = reader
-
-    def makefile(self, *_args: object, **_kwargs: object) -> io.BufferedReader:
-        return self._reader
-
-    def close(self) -> None:
-        pass
-
-
-def _head(status: int, headers: Iterable[tuple[str, str]]) -> bytes:
-    try:
-        reason = http.HTTPStatus(status).phrase
-    except ValueError:
-        reason = ""
-    lines = [f"HTTP/1.1 {status} {reason}"]
-    lines.extend(f"{name}: {value}" for name, value in headers)
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("iso-8859-1", "replace")
-
-
-def response_bytes(result: dict[str, Any], pace: bool = False) -> io.BufferedReader:
-    """The HTTP/1.1 bytes of a recorded result, as a reader a ``HTTPResponse`` parses."""
-    headers = [(k, v) for k, v in result_headers(result).items() if k.lower() not in _DROPPED]
-    parts = chunks(result)
-    if not is_stream(result):
-        body = b"".join(parts)
-        data = _head(result["status"], [*headers, ("Content-Length", str(len(body)))]) + body
-        return io.BufferedReader(io.BytesIO(data))
-    framed = [b"%x\r\n%b\r\n" % (len(p), p) for p in parts if p]
-    head = _head(result["status"], [*headers, ("Transfer-Encoding", "chunked")])
-    if not pace:
-        return io.BufferedReader(io.BytesIO(head + b"".join(framed) + b"0\r\n\r\n"))
-    offsets = offsets_ns(result)
-    timed = [0, *(o for o, p in zip(offsets, parts, strict=False) if p), offsets[-1] if offsets else 0]
-    return io.BufferedReader(_Parts([head, *framed, b"0\r\n\r\n"], timed))
-
-
 def _respond(conn: Any, getresponse: Callable[..., Any], reader: io.BufferedReader) -> Any:
     """The connection's own ``getresponse`` reading ``reader`` instead of its socket (put back after)."""
     saved = conn.sock
-    conn.sock = _TapeSocket(reader)
+    conn.sock = TapeSocket(reader)
     try:
         return getresponse(conn)
     finally:
-        conn.sock = None if isinstance(saved, (_Unplugged, _TapeSocket)) else saved
+        conn.sock = None if isinstance(saved, (_Unplugged, TapeSocket)) else saved
 
 
 def _again(conn: Any) -> None:
     """Let ``getresponse`` run once more for the same request (after a live answer was read)."""
     conn._HTTPConnection__state = http.client._CS_REQ_SENT  # type: ignore[attr-defined]
     conn._HTTPConnection__response = None
-
-
-def _decoded(content: bytes, encoding: str) -> tuple[bytes, bool]:
-    """A body without its gzip/deflate content coding (and whether it was undone)."""
-    coding = encoding.strip().lower()
-    try:
-        if coding in ("gzip", "x-gzip"):
-            return zlib.decompress(content, 16 + zlib.MAX_WBITS), True
-        if coding == "deflate":
-            try:
-                return zlib.decompress(content), True
-            except zlib.error:
-                return zlib.decompress(content, -zlib.MAX_WBITS), True
-    except zlib.error:
-        return content, False
-    return content, coding in ("", "identity")
-
-
-# --- the stream recorded as it passes ------------------------------------------------------------
-
-
-class _Dechunker:
-    """Undoes chunked transfer framing incrementally; says when the last chunk went by."""
-
-    def __init__(self) -> None:
-        self._pending = b""
-        self._left = 0  # data bytes of the current chunk still to come
-        self._crlf = 0  # bytes of the CRLF after a chunk's data still to skip
-        self.done = False
-
-    def feed(self, data: bytes) -> bytes:
-        out = bytearray()
-        at = 0
-        while at < len(data) and not self.done:
-            if self._left:
-                take = min(self._left, len(data) - at)
-                out += data[at : at + take]
-                self._left -= take
-                at += take
-                if not self._left:
-                    self._crlf = 2
-            elif self._crlf:
-                skip = min(self._crlf, len(data) - at)
-                self._crlf -= skip
-                at += skip
-            else:
-                end = data.find(b"\n", at)
-                if end < 0:
-                    self._pending += data[at:]
-                    break
-                line = self._pending + data[at:end]
-                self._pending = b""
-                at = end + 1
-                try:
-                    self._left = int(line.split(b";", 1)[0].strip() or b"0", 16)
-                except ValueError:
-                    self._left = 0
-                if not self._left:
-                    self.done = True
-        return bytes(out)
-
-
-class _Tee:
-    """A live response's file: whatever the client reads passes to it unchanged and, without its
-    transfer framing, to the step's ``Stream``; the step ends when the body ends or the file closes."""
-
-    def __init__(self, inner: Any, stream: Stream, chunked: bool, length: int | None) -> None:
-        self._inner = inner
-        self._stream = stream
-        self._chunks = _Dechunker() if chunked else None
-        self._left = length
-
-    def _seen(self, data: bytes) -> bytes:
-        if data:
-            if self._chunks is not None:
-                body = self._chunks.feed(data)
-                if body:
-                    self._stream.feed(body)
-                if self._chunks.done:
-                    self._stream.close()
-            else:
-                self._stream.feed(data)
-                if self._left is not None:
-                    self._left -= len(data)
-                    if self._left <= 0:
-                        self._stream.close()
-        else:
-            self._stream.close()
-        return data
-
-    def read(self, n: int = -1) -> bytes:
-        return self._seen(self._inner.read(n))
-
-    def read1(self, n: int = -1) -> bytes:
-        return self._seen(self._inner.read1(n))
-
-    def readline(self, limit: int = -1) -> bytes:
-        return self._seen(self._inner.readline(limit))
-
-    def readinto(self, buffer: Any) -> int:
-        n = int(self._inner.readinto(buffer))
-        self._seen(bytes(memoryview(buffer)[:n]))
-        return n
-
-    def peek(self, n: int = 0) -> bytes:
-        return bytes(self._inner.peek(n))
-
-    def close(self) -> None:
-        try:
-            self._inner.close()
-        finally:
-            self._stream.close()
-
-    @property
-    def closed(self) -> bool:
-        return bool(self._inner.closed)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
 
 # --- the patched methods ---------------------------------------------------------------------------
@@ -403,7 +157,7 @@ def _send(original: Callable[..., Any]) -> Callable[..., Any]:
         pending = self.__dict__.get(_PENDING)
         if pending is None:
             return original(self, data)
-        raw = _as_bytes(data)
+        raw = http11.as_bytes(data)
         pending.data += raw
         if pending.sealed:
             return None  # held: a replay sends nothing
@@ -453,7 +207,7 @@ def _answer(conn: Any, exchange: Exchange, pending: _Pending, original: Callable
         token = _going_live.set(True)
         try:
             response = original(conn)
-            content, _ = _decoded(response.read(), response.getheader("content-encoding", ""))
+            content, _ = decoded(response.read(), response.getheader("content-encoding", ""))
         finally:
             _going_live.reset(token)
         return response_result(response.status, response.msg, content)
@@ -479,19 +233,19 @@ def _record(conn: Any, exchange: Exchange, original: Callable[..., Any]) -> Any:
     exchange.sent()
     stream = exchange.stream(response.status, response.msg)
     if stream is not None:
-        response.fp = _Tee(response.fp, stream, bool(response.chunked), response.length)
+        response.fp = Tee(response.fp, stream, bool(response.chunked), response.length)
         return response
     try:
         content = response.read()
     except BaseException as exc:
         exchange.fail(exc)
         raise
-    body, plain = _decoded(content, response.getheader("content-encoding", ""))
+    body, plain = decoded(content, response.getheader("content-encoding", ""))
     exchange.finish(response.status, response.msg, body)
     # the client gets the same bytes again: decoded (without their content coding) when that was undone
-    dropped = _DROPPED if plain else _DROPPED - {"content-encoding"}
+    dropped = DROPPED if plain else DROPPED - {"content-encoding"}
     headers = [(k, v) for k, v in response.msg.items() if k.lower() not in dropped]
-    data = _head(response.status, [*headers, ("Content-Length", str(len(body)))]) + body
+    data = head(response.status, [*headers, ("Content-Length", str(len(body)))]) + body
     _again(conn)
     return _respond(conn, original, io.BufferedReader(io.BytesIO(data)))
 
