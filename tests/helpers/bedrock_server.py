@@ -1,5 +1,6 @@
-"""A fake Amazon Bedrock runtime on 127.0.0.1: Converse (JSON) and ConverseStream (the binary AWS
-event stream, sent in chunked transfer encoding, one message a chunk), as boto3 expects them.
+"""A fake Amazon Bedrock runtime on 127.0.0.1: Converse and InvokeModel (JSON; InvokeModel in
+Anthropic's Messages format), ConverseStream and InvokeModelWithResponseStream (the binary AWS event
+stream, sent in chunked transfer encoding, one message a chunk), as boto3 expects them.
 
 The event-stream messages are written here with ``struct`` and ``zlib.crc32`` (prelude, string
 headers, JSON payload, both CRCs), independently of the code under test. The answer echoes the last
@@ -9,6 +10,7 @@ byte is counted, with its headers (so a test can see the signature was sent live
 
 from __future__ import annotations
 
+import base64
 import json
 import struct
 import zlib
@@ -54,7 +56,72 @@ def stream_events(body: dict[str, Any]) -> list[bytes]:
     return messages
 
 
+def _anthropic_text(body: dict[str, Any]) -> str:
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            return " ".join(str(part.get("text", "")) for part in content or [])
+    return ""
+
+
+def invoke_answer(body: dict[str, Any]) -> dict[str, Any]:
+    """InvokeModel's answer for an Anthropic model: the Messages API's body."""
+    return {
+        "id": "msg_bdrk_01FakeId",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-3-haiku-20240307",
+        "content": [{"type": "text", "text": f"You said: {_anthropic_text(body)}"}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 14, "output_tokens": 6},
+    }
+
+
+def invoke_stream_chunks(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The model's own stream events that InvokeModelWithResponseStream wraps, one a message."""
+    message = {
+        **invoke_answer(body),
+        "content": [],
+        "stop_reason": None,
+        "usage": {"input_tokens": 14, "output_tokens": 1},
+    }
+    chunks: list[dict[str, Any]] = [{"type": "message_start", "message": message}]
+    chunks.append({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+    for i, word in enumerate(f"You said: {_anthropic_text(body)}".split(" ")):
+        delta = {"type": "text_delta", "text": word if i == 0 else " " + word}
+        chunks.append({"type": "content_block_delta", "index": 0, "delta": delta})
+    chunks.append({"type": "content_block_stop", "index": 0})
+    stop = {"stop_reason": "end_turn", "stop_sequence": None}
+    chunks.append({"type": "message_delta", "delta": stop, "usage": {"output_tokens": 6}})
+    metrics = {"inputTokenCount": 14, "outputTokenCount": 6, "invocationLatency": 300, "firstByteLatency": 90}
+    chunks.append({"type": "message_stop", "amazon-bedrock-invocationMetrics": metrics})
+    return chunks
+
+
+def invoke_stream_events(body: dict[str, Any]) -> list[bytes]:
+    """The messages of an InvokeModelWithResponseStream answer: each chunk's JSON in base64."""
+    encoded = [
+        base64.b64encode(json.dumps(c, separators=(",", ":")).encode()).decode() for c in invoke_stream_chunks(body)
+    ]
+    return [event_message("chunk", {"bytes": b, "p": "abcd"}) for b in encoded]
+
+
 class _Bedrock(CountingHandler):
+    def _event_stream(self, messages: list[bytes], headers: dict[str, str]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/vnd.amazon.eventstream")
+        self.send_header("Transfer-Encoding", "chunked")
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        for message in messages:
+            self.wfile.write(b"%x\r\n%b\r\n" % (len(message), message))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+
     def do_POST(self) -> None:
         body = json.loads(self.body() or b"{}")
         parts = self.path.split("?")[0].split("/")  # /model/{modelId}/{operation}
@@ -73,16 +140,11 @@ class _Bedrock(CountingHandler):
             }
             self.reply(200, "application/json", json.dumps(answer).encode(), request_id)
         elif operation == "converse-stream":
-            self.send_response(200)
-            self.send_header("Content-Type", "application/vnd.amazon.eventstream")
-            self.send_header("Transfer-Encoding", "chunked")
-            for name, value in request_id.items():
-                self.send_header(name, value)
-            self.end_headers()
-            for message in stream_events(body):
-                self.wfile.write(b"%x\r\n%b\r\n" % (len(message), message))
-                self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
+            self._event_stream(stream_events(body), request_id)
+        elif operation == "invoke":
+            self.reply(200, "application/json", json.dumps(invoke_answer(body)).encode(), request_id)
+        elif operation == "invoke-with-response-stream":
+            self._event_stream(invoke_stream_events(body), request_id)
         else:
             self.reply(404, "application/json", b'{"message": "unknown operation"}')
 

@@ -1,8 +1,10 @@
 """A small REST API on 127.0.0.1, the kind a tool calls: ``GET /items?q=...`` searches,
-``POST /items`` creates (201). Deterministic answers; every request and byte counted."""
+``POST /items`` creates (201), ``GET /report`` answers gzip-compressed JSON to a client that accepts it.
+Deterministic answers; every request and byte counted."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import urllib.parse
 from collections.abc import Iterator
@@ -22,6 +24,9 @@ class _Rest(CountingHandler):
             found = [item for item in ITEMS if query.get("q", "") in item["name"]]
             data = json.dumps({"items": found, "query": query.get("q", "")}).encode()
             self.reply(200, "application/json", data, {"ETag": '"v1"', "Set-Cookie": "session=server-secret"})
+        elif parts.path == "/report" and "gzip" in self.headers.get("Accept-Encoding", ""):
+            data = gzip.compress(json.dumps({"report": ITEMS}).encode(), mtime=0)
+            self.reply(200, "application/json", data, {"Content-Encoding": "gzip"})
         else:
             self.reply(404, "application/json", b'{"error": "not found"}')
 

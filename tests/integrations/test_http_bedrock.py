@@ -154,3 +154,34 @@ def test_event_stream_messages_split_across_any_chunks_encode_back_to_the_same_b
     assert decode(corrupt).keys() == {"raw"} and encode(decode(corrupt)) == corrupt
     cut = AWS_EVENT_STREAM.splitter()
     assert cut.feed(typed[:20]) == [] and encode(cut.rest()[0]) == typed[:20]
+
+
+def test_invoke_model_and_its_response_stream_replay_and_read_the_models_own_usage(tape: Path) -> None:
+    body = json.dumps(
+        {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 64, "messages": [{"role": "user", "content": "Hi"}]}
+    )
+
+    def invoke(url: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        client = _client(url)
+        whole = json.loads(client.invoke_model(modelId=MODEL, body=body)["body"].read())
+        stream = client.invoke_model_with_response_stream(modelId=MODEL, body=body)["body"]
+        return whole, [json.loads(event["chunk"]["bytes"]) for event in stream]
+
+    with bedrock_server() as server:
+        with record(tape), agent_run("invoke"):
+            live = invoke(server.url)
+        before = server.received
+        with replay(tape) as session:
+            again = invoke(server.url)
+        assert server.received == before
+    assert again == live
+    assert live[0]["content"] == [{"type": "text", "text": "You said: Hi"}]
+    assert "".join(c["delta"]["text"] for c in live[1] if c["type"] == "content_block_delta") == "You said: Hi"
+    assert session.stats.hits == 2
+    steps = [s for s in raw_spans(tape) if s.attrs.get(A.KIND) == "llm"]
+    assert [s.attrs["agent_replay.function"] for s in steps] == ["bedrock.invoke_model", "bedrock.invoke_model_stream"]
+    for step in steps:
+        assert step.name == f"chat {MODEL}" and step.attrs[A.GEN_AI_PROVIDER_NAME] == "aws.bedrock"
+        assert (step.attrs[A.GEN_AI_USAGE_INPUT_TOKENS], step.attrs[A.GEN_AI_USAGE_OUTPUT_TOKENS]) == (14, 6)
+        assert step.attrs[A.GEN_AI_RESPONSE_FINISH_REASONS] == ["end_turn"]
+    assert steps[0].attrs[A.GEN_AI_RESPONSE_ID] == "msg_bdrk_01FakeId"

@@ -219,3 +219,19 @@ def test_a_request_is_read_back_from_its_bytes_whatever_its_body_framing() -> No
     assert proxied is not None
     assert (proxied.host, proxied.port, proxied.path, proxied.body) == ("other.test", 8080, "/p", b"hi")
     assert parse_request(Conn(), b"\x16\x03\x01 not http") is None
+
+
+def test_a_gzip_body_is_recorded_as_readable_json_and_replayed_to_the_same_value(tape: Path) -> None:
+    with rest_server() as server:
+        url = f"{server.url}/report"
+        pool = urllib3.PoolManager()
+        with record(tape), agent_run("gzip"):
+            live = (requests.get(url).json(), json.loads(pool.request("GET", url).data))
+        before = server.received
+        with replay(tape):
+            again = (requests.get(url).json(), json.loads(urllib3.PoolManager().request("GET", url).data))
+        assert server.received == before
+    assert again == live and live[0]["report"][0]["name"] == "item 1"
+    steps = [s for s in raw_spans(tape) if s.attrs.get(A.KIND) == "http"]
+    result = json.loads(steps[0].attrs[A.GEN_AI_TOOL_CALL_RESULT])
+    assert result["body"] == live[0] and "content-encoding" not in result["headers"]
