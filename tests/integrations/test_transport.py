@@ -154,7 +154,7 @@ def test_http_routes_adds_a_route_and_other_requests_are_http_steps(tape: Path) 
         with record(tape, http_routes=[route]), agent_run("acme"):
             custom = httpx.post(fp.url + "/acme/generate", json={"model": "m1", "prompt": "hi"})
             other = httpx.post(fp.url + "/not/a/model", json={"x": 1})
-        with pytest.raises(SideEffectRefused, match="POST 127.0.0.1"), replay(tape, http_routes=[route]) as session:
+        with pytest.raises(SideEffectRefused, match=r"POST 127\.0\.0\.1"), replay(tape, http_routes=[route]) as session:
             again = httpx.post(fp.url + "/acme/generate", json={"model": "m1", "prompt": "hi"})
             httpx.post(fp.url + "/not/a/model", json={"x": 1})  # a POST is not read-only: refused, never sent
         assert len(fp.requests) == 2  # the replay sent nothing
