@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
@@ -235,3 +236,28 @@ def test_a_gzip_body_is_recorded_as_readable_json_and_replayed_to_the_same_value
     steps = [s for s in raw_spans(tape) if s.attrs.get(A.KIND) == "http"]
     result = json.loads(steps[0].attrs[A.GEN_AI_TOOL_CALL_RESULT])
     assert result["body"] == live[0] and "content-encoding" not in result["headers"]
+
+
+def test_a_paced_replay_hands_out_each_event_at_its_recorded_offset(tape: Path) -> None:
+    body = {"model": "slow-stream", "messages": [{"role": "user", "content": "one two three"}], "stream": True}
+
+    def timed(url: str) -> list[tuple[float, bytes]]:
+        start = time.monotonic()
+        response = requests.post(url + "/v1/chat/completions", json=body, stream=True)
+        return [(time.monotonic() - start, chunk) for chunk in response.iter_content(chunk_size=64)]
+
+    with fake_provider() as fp:
+        with record(tape), agent_run("paced"):
+            live = timed(fp.url)
+        with replay(tape, pace="recorded"):
+            paced = timed(fp.url)
+        with replay(tape):
+            at_once = timed(fp.url)
+    [step] = [s for s in raw_spans(tape) if s.attrs.get(A.KIND) == "llm"]
+    offsets = [event["offset"] for event in json.loads(step.attrs[A.MODEL_RESULT])["events"]]
+    assert offsets[4] - offsets[0] > 0.15  # the fake provider spaces its first events 50 ms apart
+    assert [chunk for _, chunk in paced] == [chunk for _, chunk in at_once]  # the same pieces, later
+    assert b"".join(c for _, c in paced) == b"".join(c for _, c in live)
+    spread = offsets[-1] - offsets[0]
+    assert paced[-1][0] - paced[0][0] >= spread * 0.9  # each event when it was due
+    assert at_once[-1][0] - at_once[0][0] < spread / 2  # without pacing they come at once
