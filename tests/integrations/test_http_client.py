@@ -9,6 +9,7 @@ import json
 import time
 import urllib.parse
 import urllib.request
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -261,3 +262,19 @@ def test_a_paced_replay_hands_out_each_event_at_its_recorded_offset(tape: Path) 
     spread = offsets[-1] - offsets[0]
     assert paced[-1][0] - paced[0][0] >= spread * 0.9  # each event when it was due
     assert at_once[-1][0] - at_once[0][0] < spread / 2  # without pacing they come at once
+
+
+@pytest.mark.parametrize("client", list(CLIENTS))
+def test_a_sealed_https_request_opens_no_connection_not_even_for_the_tls_handshake(tape: Path, client: str) -> None:
+    with rest_server() as server:
+        with record(tape), agent_run("rest"):
+            found = _search(CLIENTS[client](), server, "item 2")
+        before = (len(server.requests), server.received, server.connections)
+        https = Counter(url=server.url.replace("http://", "https://"))  # the same host and port, over TLS
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # urllib3's InsecureRequestWarning included
+            with replay(tape) as session:
+                # a TLS handshake with this plain-HTTP server would fail, and its ClientHello would be counted
+                assert _search(CLIENTS[client](), https, "item 2") == found
+        assert (len(server.requests), server.received, server.connections) == before
+    assert session.stats.hits == 1
