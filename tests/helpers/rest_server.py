@@ -30,6 +30,9 @@ class _Rest(CountingHandler):
         else:
             self.reply(404, "application/json", b'{"error": "not found"}')
 
+    def do_HEAD(self) -> None:
+        self.do_GET()
+
     def do_POST(self) -> None:
         body = json.loads(self.body() or b"{}")
         created = {"id": 99, **body}

@@ -278,3 +278,16 @@ def test_a_sealed_https_request_opens_no_connection_not_even_for_the_tls_handsha
                 assert _search(CLIENTS[client](), https, "item 2") == found
         assert (len(server.requests), server.received, server.connections) == before
     assert session.stats.hits == 1
+
+
+def test_a_head_request_keeps_its_headers_while_recording_and_replays(tape: Path) -> None:
+    with rest_server() as server:
+        url = f"{server.url}/items?q=item"
+        live_get = requests.get(url)
+        with record(tape), agent_run("head"):
+            live = requests.head(url)
+        with replay(tape):
+            again = requests.head(url)
+        assert len(server.requests) == 2
+    assert live.headers["content-length"] == live_get.headers["content-length"]  # the GET body's length, as sent
+    assert (again.status_code, again.content, again.headers["etag"]) == (200, b"", live.headers["etag"])

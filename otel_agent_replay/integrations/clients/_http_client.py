@@ -242,10 +242,15 @@ def _record(conn: Any, exchange: Exchange, original: Callable[..., Any]) -> Any:
         raise
     body, plain = decoded(content, response.getheader("content-encoding", ""))
     exchange.finish(response.status, response.msg, body)
-    # the client gets the same bytes again: decoded (without their content coding) when that was undone
-    dropped = DROPPED if plain else DROPPED - {"content-encoding"}
-    headers = [(k, v) for k, v in response.msg.items() if k.lower() not in dropped]
-    data = head(response.status, [*headers, ("Content-Length", str(len(body)))]) + body
+    # the client gets the same bytes again: decoded (without their content coding) when that was undone;
+    # a response that has no body (HEAD, 1xx, 204, 304) keeps its headers as they were
+    if conn._method == "HEAD" or response.status < 200 or response.status in (204, 304):
+        kept = [(k, v) for k, v in response.msg.items() if k.lower() != "transfer-encoding"]
+        data = head(response.status, kept)
+    else:
+        dropped = DROPPED if plain else DROPPED - {"content-encoding"}
+        kept = [(k, v) for k, v in response.msg.items() if k.lower() not in dropped]
+        data = head(response.status, [*kept, ("Content-Length", str(len(body)))]) + body
     _again(conn)
     return _respond(conn, original, io.BufferedReader(io.BytesIO(data)))
 
