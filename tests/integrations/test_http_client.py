@@ -20,7 +20,7 @@ import urllib3
 from helpers.counting_http import Counter
 from helpers.model_server import fake_provider
 from helpers.rawtape import raw_spans
-from helpers.rest_server import rest_server
+from helpers.counted_rest_server import rest_server
 
 from otel_agent_replay import TapeMiss, agent_run, record, replay
 from otel_agent_replay.core import SideEffectRefused
