@@ -24,6 +24,7 @@ LAYERS: tuple[str, ...] = (
     "instrumentation",
     "integrations",
     "recorder",
+    "timetravel",
     "replayer",
     "regression",
     "pytest_plugin",

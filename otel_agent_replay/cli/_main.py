@@ -22,7 +22,7 @@ from rich.tree import Tree
 from otel_agent_replay.core import AgentReplayError, TapeFormatError, __version__
 from otel_agent_replay.tape import Run, Step, Tape, load_tape
 
-from . import _backends, _conform, _regress, _regression, _store
+from . import _backends, _conform, _fork, _regress, _regression, _store
 from ._cost import money, run_cost, step_cost
 from ._output import PipeConsole, dump_json
 
@@ -287,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     _store.register(sub)
     _regression.register(sub)
     _conform.register(sub)
+    _fork.register(sub)
     return parser
 
 

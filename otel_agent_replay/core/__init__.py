@@ -26,6 +26,8 @@ from ._choices import (
     StalePolicy,
     StalePolicyName,
     StepKind,
+    Then,
+    ThenName,
     choice,
 )
 from ._errors import (
@@ -107,6 +109,8 @@ __all__ = [
     "TapeStale",
     "TapeUnused",
     "TapeWarning",
+    "Then",
+    "ThenName",
     "UnknownAgent",
     "__version__",
     "attributes",

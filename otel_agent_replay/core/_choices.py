@@ -92,6 +92,18 @@ class Pace(Choice):
     """At the offsets they arrived at when recorded."""
 
 
+class Then(Choice):
+    """What a replay does at its first divergence (``replay(then=...)``)."""
+
+    RAISE = "raise"
+    """Fail: the strict replay."""
+    LIVE = "live"
+    """Fork: that call and every later one run live (a tool that is not read-only stays under the
+    side-effect policy)."""
+    FALLBACKS = "fallbacks"
+    """Fork: later calls go to the contract fakes of ``fallbacks=``."""
+
+
 class NetworkPolicy(Choice):
     """Whether a strict replay lets the agent's code open connections to hosts not allowed."""
 
@@ -160,6 +172,7 @@ OutsidePolicyName = Literal["refuse", "read_only"]
 StalePolicyName = Literal["warn", "error"]
 MissPolicyName = Literal["raise", "error_result"]
 PaceName = Literal["none", "recorded"]
+ThenName = Literal["raise", "live", "fallbacks"]
 NetworkPolicyName = Literal["block", "allow"]
 
 C = TypeVar("C", bound=Choice)

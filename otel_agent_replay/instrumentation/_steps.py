@@ -10,7 +10,6 @@ import contextlib
 import datetime as _dt
 import threading
 import warnings
-import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +34,7 @@ from otel_agent_replay.capture import (
 from otel_agent_replay.core import TapeWarning, __version__
 from otel_agent_replay.core import attributes as A
 
-from ._runtime import RunState, StepIds, active_run, current_recording, current_run, current_step
+from ._runtime import RunState, StepIds, current_recording, current_run, current_step, step_run
 from ._spec import ToolSpec
 
 tracer = trace.get_tracer(A.INSTRUMENTATION_NAME, __version__)
@@ -249,11 +248,8 @@ def start_step(spec: ToolSpec, prep: Prepared, links: Sequence[Link] = ()) -> St
 
 def begin_step(spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepInFlight | None:
     """Start a recorded step, or return None when there is no run to record it in."""
-    run = active_run()
+    run = step_run()
     if run is None:
-        recording = current_recording.get()
-        if recording is not None:
-            _warn_outside_run(spec, recording)
         return None
     try:
         prep = prepare(spec, run, args, kwargs)
@@ -269,29 +265,6 @@ def _response_model(result: object) -> str | None:
     except Exception:  # a property of the user's object: never fail the step for provenance
         return None
     return model if isinstance(model, str) and model else None
-
-
-_outside: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
-
-
-def _warn_outside_run(spec: ToolSpec, recording: object) -> None:
-    """A call inside ``record()`` but outside any ``agent_run`` is not on the tape: say so, once per tool."""
-    with _warned_lock:
-        try:
-            names = _outside.setdefault(recording, set())
-        except TypeError:  # not weakly referable: warn every time rather than never
-            names = set()
-        if spec.name in names:
-            return
-        names.add(spec.name)
-    where = getattr(recording, "path", "the tape")
-    warnings.warn(
-        f"{spec.name!r} was called inside record({str(where)!r}) but outside any agent_run, so it is not on the "
-        f'tape (a step belongs to a run): wrap the agent\'s code in `with agent_run("<agent name>"):` '
-        "(or decorate its entry point with @agent_run(...))",
-        TapeWarning,
-        stacklevel=5,
-    )
 
 
 def _model_from_args(value: object, argument: str) -> str | None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from otel_agent_replay.core import DECLARABLE_SIDE_EFFECTS, ConfigurationError, SideEffect, SideEffectName
 
 from ._mcp import patch_mcp, unpatch_mcp
+from ._mcp_transport import patch_transports
 from ._routes import HttpRoute, routes_for
 from .providers import DEFAULT_ROUTES
 
@@ -120,6 +121,7 @@ def settings() -> HttpSettings | None:
 def _patch() -> None:
     patch_mcp()
     _restores.append(unpatch_mcp)
+    _restores.extend(patch_transports())
     for patch in _patchers:
         _restores.extend(patch())
 

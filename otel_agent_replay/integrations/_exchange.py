@@ -32,11 +32,10 @@ from opentelemetry import context as otel_context
 from otel_agent_replay.core import ReplayDivergence
 from otel_agent_replay.instrumentation import (
     StepInFlight,
-    active_run,
     current_replay,
-    current_run,
     prepare,
     start_step,
+    step_run,
 )
 
 from . import _activation
@@ -111,6 +110,18 @@ def _json_body(content: bytes) -> dict[str, Any] | None:
     return body if isinstance(body, dict) else {"body": body}
 
 
+_provider_specs: dict[tuple[int, str], Any] = {}
+
+
+def _spec_for(route: Any, provider: str) -> Any:
+    """A route's spec when another provider answers its path (made once per route and provider)."""
+    key = (id(route), provider)
+    spec = _provider_specs.get(key)
+    if spec is None or spec.name != route.name:
+        spec = _provider_specs[key] = route.spec_for(provider)
+    return spec
+
+
 def intercept(request: Request) -> Exchange | None:
     """What to do with a request: None to send it untouched, else the ``Exchange`` that records or answers it."""
     settings = _activation.settings()
@@ -128,7 +139,7 @@ def intercept(request: Request) -> Exchange | None:
         body = _json_body(request.body)
         if body is not None:
             provider = provider_for_host(matched.route, request.host)
-            spec = matched.route.spec if provider == matched.route.provider else matched.route.spec_for(provider)
+            spec = matched.route.spec if provider == matched.route.provider else _spec_for(matched.route, provider)
             args = {**body, **matched.placeholders}
     if spec is None:
         spec = http_spec(request, settings)
@@ -136,13 +147,16 @@ def intercept(request: Request) -> Exchange | None:
     assert args is not None
     if session is not None:
         return Exchange(request, spec, args, session, None)
+    observer = current_replay.get()  # a replay that records (mode once or all): its view() shows this step
     # Recording: a model call joins the process's only run even from a bare thread (as decorated model
-    # calls do); any other request only from a run's context, so a library's background telemetry
-    # (a thread started outside the run) never becomes a step.
-    run = active_run() if matched is not None else current_run.get()
+    # calls do); any other request only from a run's or the record block's context (its implicit run),
+    # so a library's background telemetry (a thread started outside the block) never becomes a step.
+    run = step_run(context_only=matched is None)
     if run is None:
         return None
-    return Exchange(request, spec, args, None, run)
+    exchange = Exchange(request, spec, args, None, run)
+    exchange.observer = observer
+    return exchange
 
 
 def response_result(status: int, headers: Any, content: bytes, started: float | None = None) -> dict[str, Any]:
@@ -170,6 +184,9 @@ class Exchange:
         self.run = run
         self.step: StepInFlight | None = None
         self.started = 0.0
+        self.seq = 0
+        self.observer: Any = None
+        """A replay that records (modes ``once`` and ``all``): told each recorded step, for its ``view()``."""
 
     @property
     def replaying(self) -> bool:
@@ -227,8 +244,15 @@ class Exchange:
 
     def begin(self) -> None:
         """Start the step (call just before sending)."""
-        self.step = start_step(self.spec, prepare(self.spec, self.run, (), self.args))
+        prep = prepare(self.spec, self.run, (), self.args)
+        self.seq = prep.ids.seq
+        self.step = start_step(self.spec, prep)
         self.started = time.monotonic()
+
+    def _observe(self, result: object, error: BaseException | None) -> None:
+        observe = getattr(self.observer, "observe_recorded", None)
+        if observe is not None:
+            observe(self.spec, self.seq, self.args, result, error)
 
     def sent(self) -> None:
         """The request went out and its response head came back: the rest of the step (reading a
@@ -246,13 +270,16 @@ class Exchange:
             if step.tokens:
                 self.sent()
             step.fail(exc)
+            self._observe(None, exc)
 
     def finish(self, status: int, headers: Any, content: bytes) -> None:
         """The whole response arrived."""
         step = self.step
         if step is None:
             return
-        step.finish(response_result(status, headers, content, self.started))
+        result = response_result(status, headers, content, self.started)
+        step.finish(result)
+        self._observe(result, None)
 
     def stream(self, status: int, headers: Any) -> Stream | None:
         """A recorder for a streamed response in a framing we know (None: read it whole and ``finish``).
@@ -264,7 +291,7 @@ class Exchange:
         framing = framing_for(headers)
         if step is None or framing is None or str(headers.get("content-encoding", "identity")) not in ("identity", ""):
             return None
-        return Stream(step, StreamRecorder(framing, self.started), status, kept_headers(headers))
+        return Stream(step, StreamRecorder(framing, self.started), status, kept_headers(headers), self._observe)
 
 
 class Stream:
@@ -276,8 +303,10 @@ class Stream:
         recorder: StreamRecorder,
         status: int,
         headers: dict[str, str],
+        observe: Callable[[object, BaseException | None], None],
     ) -> None:
         self._step = step
+        self._observe = observe
         self._recorder = recorder
         self._status = status
         self._headers = headers
@@ -296,6 +325,8 @@ class Stream:
         self._done = True
         try:
             if self._step.run.stream_closed(self._token):  # not ended already by the run's end
-                self._step.finish(self._recorder.result(self._status, self._headers))
+                result = self._recorder.result(self._status, self._headers)
+                self._step.finish(result)
+                self._observe(result, None)
         except Exception:  # recording must never break the caller's stream
             _log.exception("could not record an HTTP event stream")

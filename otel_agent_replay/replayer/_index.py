@@ -111,6 +111,17 @@ class RunIndex:
                 return recorded[n - 1]
             return None
 
+    def take_at_position(self, tool: str, n: int) -> Step | None:
+        """Consume and return the tool's nth recorded call (1-based) if it is still unconsumed."""
+        with self._lock:
+            recorded = self._by_tool.get(tool, [])
+            if 0 < n <= len(recorded) and id(recorded[n - 1]) not in self._consumed:
+                step = recorded[n - 1]
+                self._consumed.add(id(step))
+                self._serve_inside(step)
+                return step
+            return None
+
     def calls_of(self, tool: str) -> list[Step]:
         """Every recorded call of a tool, in seq order."""
         return list(self._by_tool.get(tool, []))

@@ -14,6 +14,7 @@ from typing import Any, Literal, NoReturn, get_args
 from otel_agent_replay.capture import usage_tokens
 from otel_agent_replay.comparison import ObservedCall, RunView
 from otel_agent_replay.core import DivergenceKind, ReplayDivergence
+from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import ToolSpec
 
 Counter = Literal[
@@ -41,6 +42,19 @@ Counter = Literal[
 """The name of a replay counter, as ``stats[...]`` spells it (a contract: ``stats["live_tool_calls"]``)."""
 
 STAT_KEYS: tuple[Counter, ...] = get_args(Counter)
+
+
+def _tokens(spec: ToolSpec, result: object) -> tuple[int | None, int | None]:
+    """A model call's token usage: what its spec reads from the result (an HTTP model step's response,
+    in its provider's fields), else the result's ``usage``."""
+    if spec.result_attributes is not None:
+        try:
+            attrs = spec.result_attributes(result)
+        except Exception:  # a view never fails for provenance
+            attrs = {}
+        if A.GEN_AI_USAGE_INPUT_TOKENS in attrs or A.GEN_AI_USAGE_OUTPUT_TOKENS in attrs:
+            return attrs.get(A.GEN_AI_USAGE_INPUT_TOKENS), attrs.get(A.GEN_AI_USAGE_OUTPUT_TOKENS)
+    return usage_tokens(result)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -203,7 +217,7 @@ class Ledger:
         """The calls served so far, and the last run's output, as a ``RunView``."""
         calls = []
         for spec, seq, args, result, error in list(self._observed):
-            inp, out = usage_tokens(result) if spec.is_llm and error is None else (None, None)
+            inp, out = _tokens(spec, result) if spec.is_llm and error is None else (None, None)
             calls.append(
                 ObservedCall(
                     kind=spec.kind,

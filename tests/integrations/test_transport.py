@@ -135,7 +135,8 @@ def test_http_models_false_makes_a_model_request_a_plain_http_step(tape: Path) -
     with fake_provider() as fp:
         with record(tape, http_models=False), agent_run("plain"):
             live = httpx2.post(fp.url + "/v1/chat/completions", json=body)
-        with replay(tape, http_models=False, stub=[f"POST {fp.url.removeprefix('http://')}/v1/chat/completions"]) as session:
+        name = f"POST {fp.url.removeprefix('http://')}/v1/chat/completions"
+        with replay(tape, http_models=False, stub=[name]) as session:
             again = httpx2.post(fp.url + "/v1/chat/completions", json=body)
         assert len(fp.requests) == 1  # the replay sent nothing
     assert again.content == live.content and again.status_code == live.status_code
@@ -152,7 +153,7 @@ def test_http_routes_adds_a_route_and_other_requests_are_http_steps(tape: Path) 
         with record(tape, http_routes=[route]), agent_run("acme"):
             custom = httpx.post(fp.url + "/acme/generate", json={"model": "m1", "prompt": "hi"})
             other = httpx.post(fp.url + "/not/a/model", json={"x": 1})
-        with pytest.raises(SideEffectRefused, match="POST 127.0.0.1"), replay(tape, http_routes=[route]) as session:
+        with pytest.raises(SideEffectRefused, match=r"POST 127\.0\.0\.1"), replay(tape, http_routes=[route]) as session:
             again = httpx.post(fp.url + "/acme/generate", json={"model": "m1", "prompt": "hi"})
             httpx.post(fp.url + "/not/a/model", json={"x": 1})  # a POST is not read-only: refused, never sent
         assert len(fp.requests) == 2  # the replay sent nothing
