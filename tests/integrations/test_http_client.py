@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 import requests
 import urllib3
+from helpers.counted_rest_server import rest_server
 from helpers.counting_http import Counter
 from helpers.model_server import fake_provider
 from helpers.rawtape import raw_spans
-from helpers.counted_rest_server import rest_server
 
 from otel_agent_replay import TapeMiss, agent_run, record, replay
 from otel_agent_replay.core import SideEffectRefused
