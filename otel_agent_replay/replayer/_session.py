@@ -56,10 +56,10 @@ from otel_agent_replay.timetravel import Fork, ForkState
 from ._append import Appender
 from ._decide import Decider
 from ._doubles import make_double
+from ._hosts import NetworkGuard
 from ._index import RunIndex, rebuild_exception, recorded_result
 from ._ledger import Divergence, Ledger, ReplayStats
 from ._messages import outside_error, unused_error
-from ._network import NetworkGuard
 from ._options import ReplayOptions
 from ._runs import ReplayRun, has_agent, peek_implicit, select_runs, take_run, unknown_agent
 from ._serving import (
@@ -115,7 +115,13 @@ class ReplaySession:
         """Called with the run span (still open: attributes and events may go on it) and the output
         as each replayed run ends; the regression run evaluates there."""
         self.network_guard: NetworkGuard | None = (
-            NetworkGuard(options.allow_hosts, lambda: str(self.tape_path), self._blocked, options.passthrough_hosts)
+            NetworkGuard(
+                options.allow_hosts,
+                lambda: str(self.tape_path),
+                self._blocked,
+                options.passthrough_hosts,
+                lambda: self.ledger.bump("loopback_connections"),
+            )
             if options.guards_network and not recording
             else None
         )
