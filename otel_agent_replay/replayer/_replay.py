@@ -51,6 +51,7 @@ from otel_agent_replay.recorder import record
 from otel_agent_replay.tape import Run, Tape, load_tape
 from otel_agent_replay.timetravel import Edits, fork_tape_for
 
+from . import _children as children
 from . import _network as network
 from ._messages import Hints
 from ._options import Overrides, ReplayOptions
@@ -239,6 +240,8 @@ class replay(Scope[ReplaySession, _Entered]):
         token = current_replay.set(session)
         if session.network_guard is not None:
             network.install()
+        if session.child_watch is not None:
+            children.install()
         http = (
             activate(options.http_routes, http_models=options.http_models, http_side_effects=options.http_side_effects)
             if options.http
@@ -293,6 +296,8 @@ class replay(Scope[ReplaySession, _Entered]):
         current_replay.reset(entered.token)
         if entered.session.network_guard is not None:
             network.uninstall()
+        if entered.session.child_watch is not None:
+            children.uninstall()
         if entered.recorder is not None:
             entered.recorder.__exit__(type(error) if error else None, error, None)
             path = self._path() if entered.session.recording else None

@@ -54,6 +54,7 @@ from otel_agent_replay.tape import Run, Step, Tape
 from otel_agent_replay.timetravel import Fork, ForkState
 
 from ._append import Appender
+from ._children import ChildWatch
 from ._decide import Decider
 from ._doubles import make_double
 from ._hosts import NetworkGuard
@@ -114,10 +115,14 @@ class ReplaySession:
         self.on_run_end: Callable[[Span, object], None] | None = None
         """Called with the run span (still open: attributes and events may go on it) and the output
         as each replayed run ends; the regression run evaluates there."""
+
+        def describe() -> str:
+            return str(self.tape_path)
+
         self.network_guard: NetworkGuard | None = (
             NetworkGuard(
                 options.allow_hosts,
-                lambda: str(self.tape_path),
+                describe,
                 self._blocked,
                 options.passthrough_hosts,
                 lambda: self.ledger.bump("loopback_connections"),
@@ -126,6 +131,10 @@ class ReplaySession:
             else None
         )
         """The network guard of a strict replay (see ``_network``), or None."""
+        self.child_watch: ChildWatch | None = (
+            None if recording else ChildWatch(describe, lambda: self.ledger.bump("child_processes"))
+        )
+        """Counts the processes started from this replay's context (see ``_children``); None while recording."""
 
     # --- the handle ------------------------------------------------------------------
 
