@@ -5,9 +5,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import threading
 import warnings
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -75,7 +77,10 @@ class NetworkGuard:
         self._blocked = blocked
         self._loopback_through = loopback_through
         self._peers: dict[str, bool] = {}
-        """Allowed peer address → whether it is loopback (the send check's fast path)."""
+        """Allowed peer address → whether it is loopback."""
+        self._sockets: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+        """Sockets whose peer was checked and allowed in this replay: the send check's fast path (a system
+        call per send costs as much as the send itself in some sandboxes); a connect forgets the socket."""
         self._counted: set[int] = set()
         """Descriptors of the loopback connections counted in this replay."""
         self._warned = False
@@ -126,12 +131,19 @@ class NetworkGuard:
     def opening(self, sock: Any, host: str, port: object, connect: bool = True) -> None:
         """A connection (or a datagram: ``connect=False``) to ``host``: checked; counted when it is loopback
         (each connect, but a socket's datagrams once)."""
+        if connect:
+            self._forget(sock)  # its peer changes
         self.check(host, port)
         if is_loopback(host) and (connect or sock.fileno() not in self._counted):
             self._through(sock, host, port, stacklevel=6)
 
     def sending(self, sock: Any) -> None:
         """A send on a connected socket: its peer is checked (a connection may predate the replay)."""
+        try:
+            if self._sockets.get(sock):
+                return
+        except TypeError:  # pragma: no cover - a socket class without weak references
+            pass
         try:
             peer = sock.getpeername()
         except OSError:
@@ -145,6 +157,12 @@ class NetworkGuard:
             loopback = self._peers[host] = is_loopback(host)
         if loopback and sock.fileno() not in self._counted:
             self._through(sock, host, peer[1], stacklevel=5)
+        with contextlib.suppress(TypeError):
+            self._sockets[sock] = True
+
+    def _forget(self, sock: Any) -> None:
+        with contextlib.suppress(TypeError):
+            self._sockets.pop(sock, None)
 
     def _through(self, sock: Any, host: str, port: object, stacklevel: int) -> None:
         """Count a loopback connection let through below HTTP, and warn once."""
