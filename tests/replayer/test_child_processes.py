@@ -17,6 +17,7 @@ import pytest
 from helpers.child_tools import append_note
 
 from otel_agent_replay import agent_run, record, replay, tool
+from otel_agent_replay.replayer import _audit
 
 TESTS = Path(__file__).resolve().parent.parent
 
@@ -125,7 +126,9 @@ def test_no_process_is_watched_outside_a_replay(recorded: Path) -> None:
     with replay(recorded), agent_run("a"):
         ping()
         assert multiprocessing.process.BaseProcess.start is not start
+        assert {"subprocess.Popen", "os.fork", "os.posix_spawn"} <= _audit.watched()
     assert multiprocessing.process.BaseProcess.start is start
+    assert not {"subprocess.Popen", "os.fork", "os.posix_spawn"} & _audit.watched()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         subprocess.run(["true"], check=True)  # no replay: nothing to count, no warning
