@@ -11,6 +11,7 @@ import threading
 import warnings
 import weakref
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -45,6 +46,11 @@ def _split(host: str) -> tuple[str, int | None]:
         name, port = host.rsplit(":", 1)
         return name, int(port) if port.isdigit() else None
     return host, None
+
+
+running_live: ContextVar[bool] = ContextVar("agent_replay_running_live", default=False)
+"""True while the replay runs a call live on purpose (``models="live"``): that call's traffic is expected,
+counted in ``live_model_calls``, and not loopback let through unseen."""
 
 
 def _exporting() -> bool:
@@ -166,7 +172,7 @@ class NetworkGuard:
 
     def _through(self, sock: Any, host: str, port: object, stacklevel: int) -> None:
         """Count a loopback connection let through below HTTP, and warn once."""
-        if (None in self._through_ports or port in self._through_ports) or _exporting():
+        if None in self._through_ports or port in self._through_ports or running_live.get() or _exporting():
             return
         with self._lock:
             self._counted.add(sock.fileno())

@@ -57,7 +57,7 @@ from ._append import Appender
 from ._children import ChildWatch
 from ._decide import Decider
 from ._doubles import make_double
-from ._hosts import NetworkGuard
+from ._hosts import NetworkGuard, running_live
 from ._index import RunIndex, rebuild_exception, recorded_result
 from ._ledger import Divergence, Ledger, ReplayStats
 from ._messages import outside_error, unused_error
@@ -326,11 +326,15 @@ class ReplaySession:
         """Serve one call of a decorated function (or a double)."""
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         serving = self._begin_serving(spec, args, kwargs)
+        live = running_live.set(True) if _runs_live(serving) else None
         try:
             result = serving.invoke(fn, args, kwargs)
         except BaseException as exc:
             serving.fail(exc)
             raise
+        finally:
+            if live is not None:
+                running_live.reset(live)
         serving.done(result)
         return result
 
@@ -340,6 +344,7 @@ class ReplaySession:
         """``call`` for coroutine functions: the same serving, with the live call (or an async fake) awaited."""
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         serving = self._begin_serving(spec, args, kwargs)
+        live = running_live.set(True) if _runs_live(serving) else None
         try:
             if isinstance(serving, Serving) and serving.decision.how == "tape" and _in_asyncio():
                 # A double answers at once; yield to the loop first, as the live call would, so calls
@@ -352,6 +357,9 @@ class ReplaySession:
         except BaseException as exc:
             serving.fail(exc)
             raise
+        finally:
+            if live is not None:
+                running_live.reset(live)
         serving.done(result)
         return result
 
@@ -507,6 +515,11 @@ class ReplaySession:
         # a fork or an edit changes the path on purpose: what was not used is in the report, not a failure
         if unused and not self.options.allow_unused and not self.fork_state.forked and not self.options.edit:
             raise unused_error(unused, self.tape_path, self.options.hints)
+
+
+def _runs_live(serving: Serving | Recorded) -> bool:
+    """Whether the replay runs this call live on purpose (its traffic is expected, not loopback let through)."""
+    return isinstance(serving, Serving) and serving.decision.how == "live"
 
 
 def _in_asyncio() -> bool:

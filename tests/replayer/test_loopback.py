@@ -16,7 +16,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from otel_agent_replay import agent_run, record, replay, tool
+from otel_agent_replay import agent_run, model_call, record, replay, tool
 from otel_agent_replay.core import ReplayWarning
 
 
@@ -112,3 +112,21 @@ def test_opentelemetrys_own_export_in_the_agents_thread_is_not_counted(recorded:
         assert [s.name for s in got.spans()] == ["exported in this thread"]
     assert session.stats.loopback_connections == 0
     assert _loopback_warnings(caught) == []
+
+
+def test_a_model_call_the_replay_runs_live_on_purpose_is_not_counted(tape: Path) -> None:
+    with keepalive_server() as server:
+
+        @model_call(provider="local", model="raw")
+        def ask(question: str) -> dict[str, str]:
+            return {"answer": _raw_http_get(server.port).split(b"\r\n", 1)[0].decode()}
+
+        with record(tape), agent_run("a"):
+            ask("hi")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with replay(tape, models="live") as session, agent_run("a"):
+                assert ask("hi") == {"answer": "HTTP/1.1 200 OK"}  # models="live": it runs, as asked
+                _raw_http_get(server.port)  # the same, undecorated: let through unseen
+    assert session.stats.live_model_calls == 1 and session.stats.loopback_connections == 1
+    assert len(_loopback_warnings(caught)) == 1
