@@ -39,6 +39,7 @@ from otel_agent_replay.core import (
     SideEffectPolicyName,
     StalePolicy,
     StalePolicyName,
+    TapeError,
     TapeNotFoundError,
     TapeStale,
     Then,
@@ -51,6 +52,7 @@ from otel_agent_replay.recorder import record
 from otel_agent_replay.tape import Run, Tape, load_tape
 from otel_agent_replay.timetravel import Edits, fork_tape_for
 
+from . import _children as children
 from . import _network as network
 from ._messages import Hints
 from ._options import Overrides, ReplayOptions
@@ -230,6 +232,7 @@ class replay(Scope[ReplaySession, _Entered]):
         else:
             tape = self.source if isinstance(self.source, Tape) else self._load(path)
             self._check_age(tape)
+            self._check_not_empty(tape, options)
             fork_tape = self._fork_tape(options, tape)
             if fork_tape is not None:  # the replayed (forked) run is written there, as a tape of its own
                 recorder = record(fork_tape, redactor=options.redactor, key_ignore=options.key_ignore, http=False)
@@ -239,6 +242,8 @@ class replay(Scope[ReplaySession, _Entered]):
         token = current_replay.set(session)
         if session.network_guard is not None:
             network.install()
+        if session.child_watch is not None:
+            children.install()
         http = (
             activate(options.http_routes, http_models=options.http_models, http_side_effects=options.http_side_effects)
             if options.http
@@ -268,6 +273,20 @@ class replay(Scope[ReplaySession, _Entered]):
                 f"{hints.mode('once')} records it on the first run"
             ) from exc
 
+    def _check_not_empty(self, tape: Tape, options: ReplayOptions) -> None:
+        """A strict replay of a tape without a single step fails: an empty recording proves nothing."""
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
+        if options.record_mode != RecordMode.NONE or any(run.steps for run in tape.runs):
+            return
+        runs = len(tape.runs)
+        held = f"{runs} run{'s' if runs != 1 else ''} and no step" if runs else "no run"
+        raise TapeError(
+            f"{tape.path}: the tape holds {held} (no @tool, @model_call or HTTP call was recorded), so a strict "
+            "replay of it (mode='none') would pass whatever the agent does. Record it again with the agent's "
+            f"calls decorated or going through a captured HTTP client: {options.hints.mode('all')} records it "
+            f"afresh, {options.hints.mode('once')} records a tape that does not exist yet"
+        )
+
     def _check_age(self, tape: Tape) -> None:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         max_age = self.options.max_age_seconds
@@ -293,6 +312,8 @@ class replay(Scope[ReplaySession, _Entered]):
         current_replay.reset(entered.token)
         if entered.session.network_guard is not None:
             network.uninstall()
+        if entered.session.child_watch is not None:
+            children.uninstall()
         if entered.recorder is not None:
             entered.recorder.__exit__(type(error) if error else None, error, None)
             path = self._path() if entered.session.recording else None
