@@ -14,17 +14,10 @@ from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from typing import Any
 
-from opentelemetry import context as otel_context
-
 from otel_agent_replay.core import NetworkBlocked, ReplayWarning
+from otel_agent_replay.integrations import suppressed
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
-
-try:  # the SDK's span processors mark their exports with this key (a name made unique per process)
-    from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY as _SDK_SUPPRESS
-except ImportError:  # pragma: no cover - an older API
-    _SDK_SUPPRESS = "suppress_instrumentation"
-_SUPPRESS_KEYS = (_SDK_SUPPRESS, "suppress_instrumentation", "suppress_http_instrumentation")
 
 
 def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -55,7 +48,7 @@ counted in ``live_model_calls``, and not loopback let through unseen."""
 
 def _exporting() -> bool:
     """Whether OpenTelemetry's own export is running here (its traffic is not the agent's)."""
-    return any(otel_context.get_value(key) for key in _SUPPRESS_KEYS)
+    return suppressed()
 
 
 class NetworkGuard:

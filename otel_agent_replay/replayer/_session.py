@@ -261,6 +261,10 @@ class ReplaySession:
             implicit = self._implicit
         if implicit is None:
             implicit = self._open_implicit()
+        if not implicit.limits_applied and implicit.state is not None:
+            implicit.limits_applied = True
+            recorded = implicit.index.run if implicit.index else None
+            implicit.state.capture = self._capture_for(recorded, implicit.state.capture)
         assert implicit.state is not None
         return implicit, implicit.state
 
