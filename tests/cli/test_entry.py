@@ -80,9 +80,7 @@ def test_the_command_table_agrees_with_the_registered_commands() -> None:
         (["--bogus", "show"], "unrecognized arguments: --bogus"),
     ],
 )
-def test_usage_errors_as_before(
-    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_usage_errors_as_before(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit:
         main(argv)
     assert exit.value.code == 2
