@@ -141,7 +141,7 @@ def test_every_public_name_is_there_on_first_use_and_only_then() -> None:
         "print(before, load_tape is own, p.load_tape is own, sorted(set(after)))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
-    assert out == "[] True True ['capture', 'core', 'tape']"
+    assert out == "[] True True ['_version', 'capture', 'core', 'tape']"
     where = {name: home for home, names in otel_agent_replay._HOMES.items() for name in names}
     for name in otel_agent_replay.__all__:
         home = where[name]
