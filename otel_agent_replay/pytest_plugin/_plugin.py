@@ -128,12 +128,13 @@ def tape_path_for(item: pytest.Item, given: str | None) -> Path:
     else:
         target = folder / given
         where = f"@pytest.mark.agent_tape({given!r})"
-    if not target.resolve().is_relative_to(root.resolve()):
+    resolved = target.resolve()
+    if not resolved.is_relative_to(root.resolve()):
         raise ConfigurationError(
-            f"{item.nodeid}: {where} points outside the tapes folder {root} (resolved: {target.resolve()}; a "
+            f"{item.nodeid}: {where} points outside the tapes folder {root} (resolved: {resolved}; a "
             "symlinked folder?); give a path relative to it, or remove the link"
         )
-    return target.resolve() if given is not None else target
+    return resolved if given is not None else target
 
 
 def _lock_tape(path: Path, nodeid: str, *, exclusive: bool) -> IO[str] | None:
