@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from otel_agent_replay import agent_run, record, tool
 from otel_agent_replay.cli import main
 from otel_agent_replay.cli._entry import COMMANDS, _front_parser, build_parser
 from otel_agent_replay.core import __version__
@@ -85,3 +86,18 @@ def test_usage_errors_as_before(argv: list[str], message: str, capsys: pytest.Ca
         main(argv)
     assert exit.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@tool(side_effect="read_only")
+def lookup(sku: str) -> dict[str, int]:
+    return {"stock": 4}
+
+
+def test_show_loads_the_price_data_only_for_a_model_step_with_tokens(tmp_path: Path) -> None:
+    """``genai-prices`` (the cost extra, installed here) takes longer to load than the rest of ``show``."""
+    tape = tmp_path / "t.jsonl"
+    with record(tape), agent_run("shop"):
+        lookup("sku-1")
+    code, out, new = _imports_of("show", str(tape))
+    assert code == 0 and "lookup" in out
+    assert "genai_prices" not in {m.split(".")[0] for m in new}
