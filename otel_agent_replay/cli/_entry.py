@@ -61,10 +61,14 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
-        from otel_agent_replay._version import __version__
-
-        print(f"{parser.prog} {__version__}")
+        _print_version()
         parser.exit()
+
+
+def _print_version() -> None:
+    from otel_agent_replay._version import __version__
+
+    print(f"{PROG} {__version__}")
 
 
 def _top() -> tuple[argparse.ArgumentParser, Any]:
@@ -93,6 +97,9 @@ def build_parser(*commands: str) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
     words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["--version"]:  # argparse would answer it first: no parser needed
+        _print_version()
+        raise SystemExit(0)
     command = words[0] if words else None
     if command not in COMMANDS:
         # --help, --version, no command or an unknown one: answered (and exited) without importing a command
