@@ -4,8 +4,8 @@
 module of its own (``COMMANDS``); the parser of a command is built from that module's
 ``register(sub)`` only, so ``show`` imports the tape loader and rich, not the evidence store or
 the backends. ``--help`` and a missing or unknown command are answered from ``COMMANDS`` alone,
-and ``--version`` imports ``core`` for the version: neither imports more than argparse and this
-module (see docs/design.md, "Import cost").
+and ``--version`` from the top-level ``_version`` module: neither imports more than argparse, this
+module and the package's (lazy) top level (see docs/design.md, "Import cost").
 """
 
 from __future__ import annotations
