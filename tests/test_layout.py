@@ -26,6 +26,7 @@ LAYERS: tuple[str, ...] = (
     "instrumentation",
     "integrations",
     "recorder",
+    "timetravel",
     "replayer",
     "regression",
     "pytest_plugin",

@@ -49,6 +49,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "answered and counted), judge and store it, and compare it with the previous version",
     ),
     "conform": ("_conform", "call each read-only tool once, live, and compare its answer's shape with the tape's"),
+    "fork": (
+        "_fork",
+        "replay a recording with a step edited (or code changed) and go live where it leaves the recording",
+    ),
 }
 """Each command, in the order ``--help`` lists them: the module that registers it, and its one-line help
 (the same text the module gives its subparser; a test checks they agree)."""

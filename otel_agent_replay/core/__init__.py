@@ -28,6 +28,8 @@ from ._choices import (
     StalePolicy,
     StalePolicyName,
     StepKind,
+    Then,
+    ThenName,
     choice,
 )
 from ._errors import (
@@ -108,6 +110,8 @@ __all__ = [
     "TapeStale",
     "TapeUnused",
     "TapeWarning",
+    "Then",
+    "ThenName",
     "UnknownAgent",
     "__version__",
     "attributes",

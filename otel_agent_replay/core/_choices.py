@@ -46,10 +46,12 @@ class SideEffect(Choice):
 
 
 class StepKind(Choice):
-    """What a step is: a tool call or a model (LLM) call."""
+    """What a step is: a tool call, a model (LLM) call, or an HTTP request that no model route matched
+    (a tool step whose tool is ``{METHOD} {host}{path}``)."""
 
     TOOL = "tool"
     LLM = "llm"
+    HTTP = "http"
 
 
 class SideEffectPolicy(Choice):
@@ -88,6 +90,18 @@ class Pace(Choice):
     """At once."""
     RECORDED = "recorded"
     """At the offsets they arrived at when recorded."""
+
+
+class Then(Choice):
+    """What a replay does at its first divergence (``replay(then=...)``)."""
+
+    RAISE = "raise"
+    """Fail: the strict replay."""
+    LIVE = "live"
+    """Fork: that call and every later one run live (a tool that is not read-only stays under the
+    side-effect policy)."""
+    FALLBACKS = "fallbacks"
+    """Fork: later calls go to the contract fakes of ``fallbacks=``."""
 
 
 class NetworkPolicy(Choice):
@@ -158,6 +172,7 @@ OutsidePolicyName = Literal["refuse", "read_only"]
 StalePolicyName = Literal["warn", "error"]
 MissPolicyName = Literal["raise", "error_result"]
 PaceName = Literal["none", "recorded"]
+ThenName = Literal["raise", "live", "fallbacks"]
 NetworkPolicyName = Literal["block", "allow"]
 
 C = TypeVar("C", bound=Choice)

@@ -6,6 +6,7 @@ The context variables that carry the active run, recording and replay live here 
 from __future__ import annotations
 
 from ._decorators import model_call, tool
+from ._implicit import default_agent_name, end_implicit_run, implicit_replay_run
 from ._outside import (
     recording_ended,
     recording_started,
@@ -14,7 +15,7 @@ from ._outside import (
     warn_if_replay_active,
 )
 from ._runs import RunHandle, agent_commit, agent_run
-from ._runtime import RunState, StepIds, active_run, current_recording, current_replay, current_run
+from ._runtime import RunState, StepIds, active_run, current_recording, current_replay, current_run, step_run
 from ._spec import ToolSpec, make_spec, positive_seconds, tool_spec
 from ._steps import (
     Prepared,
@@ -44,7 +45,10 @@ __all__ = [
     "current_recording",
     "current_replay",
     "current_run",
+    "default_agent_name",
     "due_in",
+    "end_implicit_run",
+    "implicit_replay_run",
     "make_spec",
     "model_call",
     "positive_seconds",
@@ -58,6 +62,7 @@ __all__ = [
     "replay_started",
     "start_step",
     "step_attributes",
+    "step_run",
     "tool",
     "tool_spec",
     "warn_if_replay_active",

@@ -149,6 +149,26 @@ def run_ended(run: RunState) -> None:
         _active_runs.discard(run)
 
 
+implicit_hooks: list[Callable[[object], RunState]] = []
+"""How a recording's implicit run is opened (``_implicit.implicit_run`` adds itself when it is imported)."""
+
+
+def step_run(*, context_only: bool = False) -> RunState | None:
+    """The run a step made here belongs to: the run of this context; else (unless ``context_only``) the
+    only run active in the process; else, inside ``record()``, the block's implicit run; else None."""
+    run = current_run.get()
+    if run is not None:
+        return run
+    if not context_only:
+        with _active_lock:
+            if len(_active_runs) == 1:
+                return next(iter(_active_runs))
+    recording = current_recording.get()
+    if recording is not None and implicit_hooks:
+        return implicit_hooks[0](recording)
+    return None
+
+
 def active_run() -> RunState | None:
     """The run of this context, else the only run active in the process, else None."""
     run = current_run.get()

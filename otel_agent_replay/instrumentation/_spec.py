@@ -52,6 +52,13 @@ class ToolSpec:
     result_attributes: Callable[[Any], Mapping[str, Any]] | None = field(default=None, compare=False, repr=False)
     """What a result says for its step's span, recorded or replayed alike (an HTTP model step: the
     response's model, id, finish reasons and token usage)."""
+    call_attributes: Callable[[Any], Mapping[str, Any]] | None = field(default=None, compare=False, repr=False)
+    """What a call's captured arguments say for its step's span at its start, recorded or replayed alike
+    (an HTTP step: method, server and path; a model route: whether it streams)."""
+    model_argument: str = "model"
+    """The argument that names the model of a model step (a Gemini or Bedrock route: the URL's model)."""
+    operation: str | None = None
+    """A model step's ``gen_ai.operation.name`` when it is not ``chat`` (``embeddings``)."""
     binder: Binder = field(init=False, compare=False, repr=False)
     """Binds a call to the signature (see ``canonical.make_binder``); made from the fields above."""
     # Derived once, so the step path compares a bool and writes plain strings (an enum's class

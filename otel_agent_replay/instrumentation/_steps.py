@@ -10,7 +10,6 @@ import contextlib
 import datetime as _dt
 import threading
 import warnings
-import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +34,7 @@ from otel_agent_replay.capture import (
 from otel_agent_replay.core import TapeWarning, __version__
 from otel_agent_replay.core import attributes as A
 
-from ._runtime import RunState, StepIds, active_run, current_recording, current_run, current_step
+from ._runtime import RunState, StepIds, current_recording, current_run, current_step, step_run
 from ._spec import ToolSpec
 
 tracer = trace.get_tracer(A.INSTRUMENTATION_NAME, __version__)
@@ -196,15 +195,18 @@ def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]
         }
         span_name = A.tool_span_name(spec.name)
     else:
-        model = spec.model or _model_from_args(captured.value) or spec.name
-        attrs = {A.GEN_AI_OPERATION_NAME: A.OP_CHAT, A.GEN_AI_REQUEST_MODEL: model, A.FUNCTION: spec.name}
+        model = spec.model or _model_from_args(captured.value, spec.model_argument) or spec.name
+        operation = spec.operation or A.OP_CHAT
+        attrs = {A.GEN_AI_OPERATION_NAME: operation, A.GEN_AI_REQUEST_MODEL: model, A.FUNCTION: spec.name}
         if spec.provider:
             attrs[A.GEN_AI_PROVIDER_NAME] = spec.provider
         attrs[A.MODEL_ARGUMENTS] = captured.json
         messages = messages_json(captured.value)
         if messages is not None:
             attrs[A.GEN_AI_INPUT_MESSAGES] = messages
-        span_name = A.model_span_name(model)
+        span_name = f"{operation} {model}"
+    if spec.call_attributes is not None:
+        attrs.update(spec.call_attributes(captured.value))
     attrs[A.RUN_ID] = run.run_id
     attrs[A.STEP_ID] = ids.step_id
     attrs[A.PARENT_STEP_ID] = ids.parent_step_id
@@ -246,11 +248,8 @@ def start_step(spec: ToolSpec, prep: Prepared, links: Sequence[Link] = ()) -> St
 
 def begin_step(spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepInFlight | None:
     """Start a recorded step, or return None when there is no run to record it in."""
-    run = active_run()
+    run = step_run()
     if run is None:
-        recording = current_recording.get()
-        if recording is not None:
-            _warn_outside_run(spec, recording)
         return None
     try:
         prep = prepare(spec, run, args, kwargs)
@@ -268,32 +267,9 @@ def _response_model(result: object) -> str | None:
     return model if isinstance(model, str) and model else None
 
 
-_outside: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
-
-
-def _warn_outside_run(spec: ToolSpec, recording: object) -> None:
-    """A call inside ``record()`` but outside any ``agent_run`` is not on the tape: say so, once per tool."""
-    with _warned_lock:
-        try:
-            names = _outside.setdefault(recording, set())
-        except TypeError:  # not weakly referable: warn every time rather than never
-            names = set()
-        if spec.name in names:
-            return
-        names.add(spec.name)
-    where = getattr(recording, "path", "the tape")
-    warnings.warn(
-        f"{spec.name!r} was called inside record({str(where)!r}) but outside any agent_run, so it is not on the "
-        f'tape (a step belongs to a run): wrap the agent\'s code in `with agent_run("<agent name>"):` '
-        "(or decorate its entry point with @agent_run(...))",
-        TapeWarning,
-        stacklevel=5,
-    )
-
-
-def _model_from_args(value: object) -> str | None:
+def _model_from_args(value: object, argument: str) -> str | None:
     if isinstance(value, dict):
-        model = value.get("model")
+        model = value.get(argument)
         if isinstance(model, str) and model:
             return model
     return None

@@ -1,11 +1,17 @@
-"""Integrations: model calls over HTTP (the transports of httpx and httpx2) as model steps, with no code change.
+"""Integrations: every HTTP request an agent makes, and every MCP tool call, as steps with no code change.
 
-``activate()`` is called by ``record()`` and ``replay()`` for the length of their block.
+Two axes, one module each: ``clients`` (where a client's requests are intercepted and how its own
+response type is built from the tape: httpx and httpx2, aiohttp, the standard library's
+``http.client``) and ``providers`` (which routes, usage fields and stream framings a model API has).
+Between them, ``_exchange`` decides what a request is (a model step, an HTTP step, or not ours) and
+records or answers it. ``activate()`` is called by ``record()`` and ``replay()`` for their block.
 """
 
 from __future__ import annotations
 
-from ._routes import MODEL_ROUTES, HttpRoute
-from ._transport import HttpActivation, activate, patched
+from . import clients as _clients  # noqa: F401 (registers the clients' capture points)
+from ._activation import HttpActivation, HttpSettings, activate, patched, side_effect_rules
+from ._routes import HttpRoute
+from .providers import DEFAULT_ROUTES as MODEL_ROUTES
 
-__all__ = ["MODEL_ROUTES", "HttpActivation", "HttpRoute", "activate", "patched"]
+__all__ = ["MODEL_ROUTES", "HttpActivation", "HttpRoute", "HttpSettings", "activate", "patched", "side_effect_rules"]

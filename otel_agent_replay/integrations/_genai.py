@@ -1,20 +1,25 @@
-"""GenAI attributes read from a model route's request and response bodies (any provider's shape)."""
+"""GenAI attributes read from a model route's request and response bodies.
+
+``Facts`` collects what a response says (model, id, finish reasons, token usage); each provider
+gives a reader that knows its own fields (``providers``), and ``result_attributes`` turns a recorded
+result (a whole body, or a stream's events in their framing) into span attributes.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from otel_agent_replay.core import attributes as A
 
-from ._wire import event_data
+from ._framing import event_payloads
 
 
-def request_attributes(body: dict[str, Any]) -> dict[str, Any]:
-    """What the request says: whether it streams."""
-    return {A.GEN_AI_REQUEST_STREAM: body.get("stream") is True}
+class Facts:
+    """What a response says, filled in by a provider's reader as bodies or events go by."""
 
+    __slots__ = ("finish", "input_tokens", "model", "output_tokens", "response_id")
 
-class _Facts:
     def __init__(self) -> None:
         self.model: str | None = None
         self.response_id: str | None = None
@@ -22,65 +27,109 @@ class _Facts:
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
 
-    def read(self, obj: object) -> None:
-        if not isinstance(obj, dict):
-            return
-        # Streams nest the message (anthropic ``message_start``) or the response (``response.completed``).
-        for inner in (obj.get("message"), obj.get("response")):
-            if isinstance(inner, dict):
-                self.read(inner)
-        model, rid = obj.get("model"), obj.get("id")
-        if isinstance(model, str) and model:
-            self.model = model
-        if isinstance(rid, str) and rid and self.response_id is None:
-            self.response_id = rid
-        for choice in obj.get("choices") or ():
-            if isinstance(choice, dict) and isinstance(choice.get("finish_reason"), str):
-                self._reason(choice["finish_reason"])
-        for holder in (obj, obj.get("delta")):
-            if isinstance(holder, dict) and isinstance(holder.get("stop_reason"), str):
-                self._reason(holder["stop_reason"])
-        if obj.get("object") == "response" and isinstance(obj.get("status"), str):
-            self._reason(obj["status"])
-        usage = obj.get("usage")
-        if isinstance(usage, dict):
-            inp = _int(usage, "input_tokens", "prompt_tokens")
-            out = _int(usage, "output_tokens", "completion_tokens")
-            if inp is not None:
-                self.input_tokens = inp
-            if out is not None:
-                self.output_tokens = out
+    def set_model(self, value: object) -> None:
+        if isinstance(value, str) and value:
+            self.model = value
 
-    def _reason(self, reason: str) -> None:
-        if reason not in self.finish:
-            self.finish.append(reason)
+    def set_id(self, value: object) -> None:
+        """The first id seen wins (a stream repeats it)."""
+        if isinstance(value, str) and value and self.response_id is None:
+            self.response_id = value
+
+    def reason(self, value: object) -> None:
+        if isinstance(value, str) and value and value not in self.finish:
+            self.finish.append(value)
+
+    def usage(self, inputs: object, outputs: object) -> None:
+        """Token counts (a later report of a stream replaces an earlier one)."""
+        if _count(inputs):
+            self.input_tokens = inputs  # type: ignore[assignment]
+        if _count(outputs):
+            self.output_tokens = outputs  # type: ignore[assignment]
+
+    def attributes(self) -> dict[str, Any]:
+        attrs: dict[str, Any] = {}
+        if self.model:
+            attrs[A.GEN_AI_RESPONSE_MODEL] = self.model
+        if self.response_id:
+            attrs[A.GEN_AI_RESPONSE_ID] = self.response_id
+        if self.finish:
+            attrs[A.GEN_AI_RESPONSE_FINISH_REASONS] = list(self.finish)
+        if self.input_tokens is not None:
+            attrs[A.GEN_AI_USAGE_INPUT_TOKENS] = self.input_tokens
+        if self.output_tokens is not None:
+            attrs[A.GEN_AI_USAGE_OUTPUT_TOKENS] = self.output_tokens
+        return attrs
 
 
-def _int(usage: dict[str, Any], *names: str) -> int | None:
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+Reader = Callable[[Facts, Mapping[str, Any]], None]
+"""A provider's reader: what one response body (or one stream event's JSON) says."""
+
+
+def payloads(result: dict[str, Any]) -> Iterator[Any]:
+    """The JSON payloads of a recorded response: its body, or each event's in its framing."""
+    if isinstance(result.get("events"), list):
+        yield from event_payloads(result)
+    elif "body" in result:
+        yield result["body"]
+
+
+def result_attributes(reader: Reader) -> Callable[[Any], Mapping[str, Any]]:
+    """The ``ToolSpec.result_attributes`` of a route read by ``reader``."""
+
+    def attributes(result: Any) -> Mapping[str, Any]:
+        facts = Facts()
+        if isinstance(result, dict):
+            for payload in payloads(result):
+                if isinstance(payload, Mapping):
+                    reader(facts, payload)
+        return facts.attributes()
+
+    return attributes
+
+
+def call_attributes(streams: Callable[[Mapping[str, Any]], bool]) -> Callable[[Any], Mapping[str, Any]]:
+    """The ``ToolSpec.call_attributes`` of a route: whether the request streams."""
+
+    def attributes(args: Any) -> Mapping[str, Any]:
+        return {A.GEN_AI_REQUEST_STREAM: isinstance(args, Mapping) and streams(args)}
+
+    return attributes
+
+
+def body_streams(args: Mapping[str, Any]) -> bool:
+    """The usual rule: the body says ``"stream": true``."""
+    return args.get("stream") is True
+
+
+def common_reader(facts: Facts, obj: Mapping[str, Any]) -> None:
+    """The fields OpenAI-compatible APIs and Anthropic share (``model``, ``id``, ``usage``), the finish
+    reasons of both, and the message or response a stream event nests; the reader of a route that
+    names none."""
+    for inner in (obj.get("message"), obj.get("response")):
+        if isinstance(inner, Mapping):
+            common_reader(facts, inner)
+    facts.set_model(obj.get("model"))
+    facts.set_id(obj.get("id"))
+    for choice in obj.get("choices") or ():
+        if isinstance(choice, Mapping):
+            facts.reason(choice.get("finish_reason"))
+    for holder in (obj, obj.get("delta")):
+        if isinstance(holder, Mapping):
+            facts.reason(holder.get("stop_reason"))
+    if obj.get("object") == "response":
+        facts.reason(obj.get("status"))
+    usage = obj.get("usage")
+    if isinstance(usage, Mapping):
+        facts.usage(_first(usage, "input_tokens", "prompt_tokens"), _first(usage, "output_tokens", "completion_tokens"))
+
+
+def _first(usage: Mapping[str, Any], *names: str) -> object:
     for name in names:
-        value = usage.get(name)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
+        if _count(usage.get(name)):
+            return usage.get(name)
     return None
-
-
-def response_attributes(result: dict[str, Any]) -> dict[str, Any]:
-    """What the response says: model, id, finish reasons and token usage (streamed usage too)."""
-    facts = _Facts()
-    if "events" in result:
-        for data in event_data(result):
-            facts.read(data)
-    else:
-        facts.read(result.get("body"))
-    attrs: dict[str, Any] = {}
-    if facts.model:
-        attrs[A.GEN_AI_RESPONSE_MODEL] = facts.model
-    if facts.response_id:
-        attrs[A.GEN_AI_RESPONSE_ID] = facts.response_id
-    if facts.finish:
-        attrs[A.GEN_AI_RESPONSE_FINISH_REASONS] = facts.finish
-    if facts.input_tokens is not None:
-        attrs[A.GEN_AI_USAGE_INPUT_TOKENS] = facts.input_tokens
-    if facts.output_tokens is not None:
-        attrs[A.GEN_AI_USAGE_OUTPUT_TOKENS] = facts.output_tokens
-    return attrs

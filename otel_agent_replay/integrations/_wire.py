@@ -1,30 +1,29 @@
-"""A model response as a step's result, and back: status, allow-listed headers, JSON body or SSE events.
+"""A response as a step's result, and back: status, allow-listed headers, and the body or the events.
 
 The result is plain JSON::
 
     {"status": 200, "headers": {"content-type": "application/json", ...}, "body": {...}}
-    {"status": 200, "headers": {"content-type": "text/event-stream"},
+    {"status": 200, "headers": {...}, "text": "..."}                 # not JSON (exact text)
+    {"status": 200, "headers": {...}, "base64": "...", "sha256": "..."}   # not UTF-8 text
+    {"status": 200, "headers": {"content-type": "text/event-stream"}, "framing": "sse",
      "events": [{"offset": 0.01, "text": "data: ...\\n\\n"}]}
 
-``text`` (instead of ``body``) holds a response that is not JSON. Events keep their exact text,
-separators included, so a replayed stream has the recorded bytes.
+A JSON body keeps the layout that gives back its exact bytes (``layout``, ``newline``); events keep
+what their framing needs to be written again byte for byte (``_framing``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import codecs
+import base64
+import hashlib
 import json
-import logging
-import re
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from types import ModuleType
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 
-from otel_agent_replay.instrumentation import due_in
+from ._framing import Framing, framing_of
 
 RESPONSE_HEADERS = frozenset(
     {
@@ -37,27 +36,27 @@ RESPONSE_HEADERS = frozenset(
         "openai-model",
         "openai-processing-ms",
         "openai-version",
+        "x-amzn-requestid",
+        "x-amzn-errortype",
+        "location",
+        "etag",
+        "last-modified",
+        "cache-control",
     }
 )
-"""Response headers kept on the tape (with the ``x-ratelimit-`` and ``anthropic-ratelimit-`` families)."""
+"""Response headers kept on the tape (with the ``x-ratelimit-`` and ``anthropic-ratelimit-`` families);
+credentials (``set-cookie``, tokens) are never among them."""
 _HEADER_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
-
-_log = logging.getLogger(__name__)
-_EVENT_END = re.compile(r"\r\n\r\n|\n\n|\r\r")
 
 
 def kept_headers(headers: Any) -> dict[str, str]:
-    """The allow-listed headers of a response, lower-cased names (credentials are never among them)."""
+    """The allow-listed headers of a response, lower-cased names."""
     kept: dict[str, str] = {}
     for name, value in headers.items():
-        low = name.lower()
+        low = str(name).lower()
         if low in RESPONSE_HEADERS or low.startswith(_HEADER_PREFIXES):
-            kept[low] = value
+            kept[low] = str(value)
     return kept
-
-
-def is_event_stream(headers: Any) -> bool:
-    return str(headers.get("content-type", "")).split(";")[0].strip().lower() == "text/event-stream"
 
 
 _LAYOUTS: dict[str, Callable[[Any], bytes]] = {
@@ -83,69 +82,69 @@ def _layout_of(value: Any, content: bytes) -> tuple[str, bool] | None:
 
 
 def body_result(status: int, headers: dict[str, str], content: bytes) -> dict[str, Any]:
-    """A whole (non-streamed) response as a result: its JSON body (with the layout that gives back its
-    bytes), else its exact text."""
+    """A whole response as a result: its JSON body (with the layout that gives back its bytes), else
+    its exact text, else (not UTF-8) its bytes in base64 with their digest."""
     result: dict[str, Any] = {"status": status, "headers": headers}
+    if not content:
+        return result
     try:
         body = orjson.loads(content)
     except orjson.JSONDecodeError:
-        body = None
-    layout = _layout_of(body, content) if content else None
-    if layout is None:
-        result["text"] = content.decode("utf-8", "replace")
+        layout = None
+    else:
+        layout = _layout_of(body, content)
+    if layout is not None:
+        result["body"] = body
+        if layout[0] != "compact":
+            result["layout"] = layout[0]
+        if layout[1]:
+            result["newline"] = True
         return result
-    result["body"] = body
-    if layout[0] != "compact":
-        result["layout"] = layout[0]
-    if layout[1]:
-        result["newline"] = True
+    try:
+        result["text"] = content.decode("utf-8")
+    except UnicodeDecodeError:
+        result["base64"] = base64.b64encode(content).decode("ascii")
+        result["sha256"] = hashlib.sha256(content).hexdigest()
     return result
 
 
-class EventRecorder:
-    """Splits a live event stream into events as its chunks arrive, each with its offset."""
+class StreamRecorder:
+    """Cuts a live stream into events in its framing as its chunks arrive, each with its offset."""
 
-    def __init__(self, started: float) -> None:
+    def __init__(self, framing: Framing, started: float) -> None:
+        self.framing = framing
         self.started = started
         self.events: list[dict[str, Any]] = []
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        self._pending = ""
+        self._splitter = framing.splitter()
+
+    def _offset(self) -> float:
+        return round(time.monotonic() - self.started, 6)
 
     def feed(self, chunk: bytes) -> None:
-        self._pending += self._decoder.decode(chunk)
-        offset = round(time.monotonic() - self.started, 6)
-        while True:
-            found = _EVENT_END.search(self._pending)
-            if found is None:
-                return
-            self.events.append({"offset": offset, "text": self._pending[: found.end()]})
-            self._pending = self._pending[found.end() :]
+        events = self._splitter.feed(chunk)
+        if events:
+            offset = self._offset()
+            self.events.extend({"offset": offset, **event} for event in events)
 
     def result(self, status: int, headers: dict[str, str]) -> dict[str, Any]:
-        rest = self._pending + self._decoder.decode(b"", final=True)
+        rest = self._splitter.rest()
         if rest:
-            self.events.append({"offset": round(time.monotonic() - self.started, 6), "text": rest})
-            self._pending = ""
-        return {"status": status, "headers": headers, "events": self.events}
+            offset = self._offset()
+            self.events.extend({"offset": offset, **event} for event in rest)
+        result: dict[str, Any] = {"status": status, "headers": headers}
+        if self.framing.name != "sse":
+            result["framing"] = self.framing.name
+        result["events"] = self.events
+        return result
 
 
-def event_data(result: dict[str, Any]) -> Iterator[Any]:
-    """The JSON ``data:`` payloads of a recorded stream's events, in order (others skipped)."""
-    for event in result.get("events") or ():
-        text = event.get("text") if isinstance(event, dict) else None
-        if not isinstance(text, str):
-            continue
-        data = "\n".join(line[5:].lstrip(" ") for line in text.splitlines() if line.startswith("data:"))
-        if not data or data == "[DONE]":
-            continue
-        try:
-            yield orjson.loads(data)
-        except orjson.JSONDecodeError:
-            continue
+def is_stream(result: object) -> bool:
+    """Whether a recorded result is a stream of events."""
+    return isinstance(result, dict) and isinstance(result.get("events"), list)
 
 
-def _offsets(result: dict[str, Any]) -> list[int]:
-    """Each recorded event's offset in ns (0 where it has none), one per chunk of ``_chunks``."""
+def offsets_ns(result: dict[str, Any]) -> list[int]:
+    """Each recorded event's offset in ns (0 where it has none), one per chunk of ``chunks``."""
     out: list[int] = []
     for event in result.get("events") or ():
         if isinstance(event, dict):
@@ -154,112 +153,30 @@ def _offsets(result: dict[str, Any]) -> list[int]:
     return out
 
 
-def _wait(offsets: list[int] | None, n: int, start_ns: int) -> float:
-    """Seconds until chunk ``n`` is due, when paced; 0 when unpaced."""
-    return due_in(start_ns, offsets[n]) if offsets is not None and n < len(offsets) else 0.0
-
-
-def _chunks(result: dict[str, Any]) -> list[bytes]:
+def chunks(result: dict[str, Any]) -> list[bytes]:
+    """The recorded bytes of a response: one chunk per event of a stream, else the whole body."""
     events = result.get("events")
     if isinstance(events, list):
-        return [str(e.get("text", "")).encode("utf-8") for e in events if isinstance(e, dict)]
+        framing = framing_of(result)
+        return [framing.encode(e) for e in events if isinstance(e, dict)]
     if "text" in result:
         return [str(result["text"]).encode("utf-8")]
+    if "base64" in result:
+        return [base64.b64decode(str(result["base64"]))]
     if "body" not in result:
         return []
     dump = _LAYOUTS.get(str(result.get("layout", "compact")), orjson.dumps)
     return [dump(result.get("body")) + (b"\n" if result.get("newline") else b"")]
 
 
-_stream_classes: dict[str, type] = {}
-
-
-def _replay_stream_class(module: ModuleType) -> type:
-    """A byte stream of ``module`` (httpx or httpx2) yielding recorded chunks, sync and async."""
-    cls = _stream_classes.get(module.__name__)
-    if cls is None:
-
-        class ReplayStream(module.SyncByteStream, module.AsyncByteStream):  # type: ignore[name-defined,misc]
-            def __init__(self, chunks: list[bytes], offsets: list[int] | None) -> None:
-                self._chunks = chunks
-                self._offsets = offsets  # ns from the stream's start, when paced
-
-            def __iter__(self) -> Iterator[bytes]:
-                start = time.monotonic_ns()
-                for n, chunk in enumerate(self._chunks):
-                    wait = _wait(self._offsets, n, start)
-                    if wait > 0:
-                        time.sleep(wait)
-                    yield chunk
-
-            async def __aiter__(self) -> AsyncIterator[bytes]:
-                start = time.monotonic_ns()
-                for n, chunk in enumerate(self._chunks):
-                    wait = _wait(self._offsets, n, start)
-                    if wait > 0:
-                        await asyncio.sleep(wait)
-                    yield chunk
-
-        cls = _stream_classes[module.__name__] = ReplayStream
-    return cls
-
-
-def build_response(module: ModuleType, result: object, request: Any, *, pace: bool = False) -> Any:
-    """The ``module.Response`` a recorded result stands for: status, headers, the recorded bytes;
-    with ``pace``, an event stream's events come at their recorded offsets."""
+def check_result(result: object) -> dict[str, Any]:
+    """A recorded HTTP response, or ``ValueError`` saying what it is instead."""
     if not isinstance(result, dict) or not isinstance(result.get("status"), int):
         raise ValueError(f"not a recorded HTTP response: {str(result)[:200]!r}")
-    headers = result.get("headers") if isinstance(result.get("headers"), dict) else {}
-    chunks = _chunks(result)
-    if "events" in result:
-        stream = _replay_stream_class(module)(chunks, _offsets(result) if pace else None)
-        return module.Response(result["status"], headers=headers, stream=stream, request=request)
-    return module.Response(result["status"], headers=headers, content=b"".join(chunks), request=request)
+    return result
 
 
-def live_stream_class(module: ModuleType) -> type:
-    """A byte stream of ``module`` that passes a live stream through, chunk by chunk, while recording it."""
-    key = module.__name__ + ":live"
-    cls = _stream_classes.get(key)
-    if cls is None:
-
-        class RecordingStream(module.SyncByteStream, module.AsyncByteStream):  # type: ignore[name-defined,misc]
-            def __init__(self, inner: Any, recorder: EventRecorder, done: Callable[[], None]) -> None:
-                self._inner = inner
-                self._recorder = recorder
-                self._done = done
-                self._finished = False
-
-            def finish(self) -> None:
-                """End the step with what arrived so far (once; later calls do nothing)."""
-                if not self._finished:
-                    self._finished = True
-                    try:
-                        self._done()
-                    except Exception:  # recording must never break the caller's stream
-                        _log.exception("could not record a model call's event stream")
-
-            def __iter__(self) -> Iterator[bytes]:
-                for chunk in self._inner:
-                    self._recorder.feed(chunk)
-                    yield chunk
-
-            async def __aiter__(self) -> AsyncIterator[bytes]:
-                async for chunk in self._inner:
-                    self._recorder.feed(chunk)
-                    yield chunk
-
-            def close(self) -> None:
-                try:
-                    self._inner.close()
-                finally:
-                    self.finish()
-
-            async def aclose(self) -> None:
-                try:
-                    await self._inner.aclose()
-                finally:
-                    self.finish()
-
-        cls = _stream_classes[key] = RecordingStream
-    return cls
+def result_headers(result: dict[str, Any]) -> dict[str, str]:
+    """A recorded response's headers (none when the tape holds something else)."""
+    headers = result.get("headers")
+    return {str(k): str(v) for k, v in headers.items()} if isinstance(headers, dict) else {}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import tempfile
 import threading
@@ -29,6 +30,7 @@ from contextvars import Token
 from pathlib import Path
 from typing import Union
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.exporter.agent_replay_tape import ExporterStats, TapeSpanExporter
@@ -37,19 +39,30 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 
 from otel_agent_replay.backends import OtlpOption, OtlpProcessor, OtlpStats, otlp_processor
 from otel_agent_replay.capture import DEFAULT_REDACTOR, BlobStore, Capture, KeyRules, Limits, Redactor
-from otel_agent_replay.core import ConfigurationError, OtlpWarning, RecordingWarning, Scope, project_settings
+from otel_agent_replay.core import (
+    ConfigurationError,
+    OtlpWarning,
+    RecordingWarning,
+    Scope,
+    SideEffect,
+    SideEffectName,
+    project_settings,
+)
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import (
     current_recording,
+    end_implicit_run,
     recording_ended,
     recording_started,
     warn_if_replay_active,
 )
-from otel_agent_replay.integrations import HttpActivation, HttpRoute, activate
+from otel_agent_replay.integrations import HttpActivation, HttpRoute, activate, side_effect_rules
 from otel_agent_replay.store import Store, open_store
 from otel_agent_replay.tape import Tape, load_tape
 
 from ._foreign import ResourceRedaction, is_ours, redacted_span
+
+_log = logging.getLogger(__name__)
 
 StoreOption = Union[Store, str, "os.PathLike[str]", None]
 """``record(store=...)``: a ``Store``, a SQLite path or a ``postgresql://`` URL, or None."""
@@ -144,7 +157,11 @@ class Recording:
         self._resource = ResourceRedaction(capture.redactor)
         self.open = True
         self.http: HttpActivation | None = None
-        """The patched HTTP transports this recording holds (``record(http_models=False)``: None)."""
+        """The patched HTTP capture points this recording holds (``record(http=False)``: None)."""
+        self.agent: str | None = None
+        """The agent of the block's implicit run (``record(agent=...)``; None: the test's or script's name)."""
+        self.otel_context = otel_context.get_current()
+        """The OpenTelemetry context the block was entered in: the implicit run's parent."""
 
     @property
     def store(self) -> Store | None:
@@ -272,6 +289,14 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
     never raises into the agent: a ``RecordingWarning`` says what failed, and the tape has the run.
     ``key_ignore``: tool (or ``"*"``) → argument paths left out of its call keys (the tape keeps
     them), on top of the tool's own ``key_ignore=`` and ``[tool.otel-agent-replay.key_ignore]``.
+
+    ``agent``: the agent of the block's implicit run, the run that a step made outside every
+    ``agent_run`` belongs to (default: the pytest test's name, else the script's).
+
+    HTTP: every request made from a run's context, by any supported client, is a step (a model step when
+    it matches a model route, else an HTTP step ``{METHOD} {host}{path}``); ``http=False`` records none,
+    ``http_models=False`` makes model requests plain HTTP steps, ``http_routes`` adds model routes and
+    ``http_side_effects`` (``"METHOD host/path"`` patterns → side effect) declares what a request does.
     """
 
     def __init__(
@@ -289,8 +314,11 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         otlp_flush_timeout: float = 5.0,
         store: StoreOption = None,
         key_ignore: Mapping[str, Iterable[str]] | None = None,
+        agent: str | None = None,
+        http: bool = True,
         http_models: bool = True,
         http_routes: Iterable[HttpRoute] = (),
+        http_side_effects: Mapping[str, SideEffect | SideEffectName] | None = None,
     ) -> None:
         super().__init__()
         if store is not None and not isinstance(store, (Store, str, os.PathLike)):
@@ -315,11 +343,18 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         self.otlp = otlp
         self.otlp_content = otlp_content
         self.otlp_flush_timeout = float(otlp_flush_timeout)
+        if agent is not None and (not isinstance(agent, str) or not agent):
+            raise ConfigurationError(
+                f"record(agent={agent!r}): give the implicit run's agent name (a non-empty string)"
+            )
+        self.agent = agent
+        self.http = http
         self.http_models = http_models
         self.http_routes = tuple(http_routes)
         for route in self.http_routes:
             if not isinstance(route, HttpRoute):
                 raise ConfigurationError(f"record(http_routes=[..., {route!r}]): give HttpRoute values")
+        self.http_side_effects = dict(side_effect_rules(http_side_effects))
 
     def _start(self) -> tuple[Recording, tuple[Recording, Token[object | None]]]:
         warn_if_replay_active(f"record({str(self.path)!r})")
@@ -336,7 +371,12 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         rec = Recording(self.path, exporter, dataclasses.replace(self.capture, keys=keys), otlp, self._sink())
         token = current_recording.set(rec)
         recording_started(rec)
-        rec.http = activate(self.http_routes) if self.http_models else None
+        rec.agent = self.agent
+        rec.http = (
+            activate(self.http_routes, http_models=self.http_models, http_side_effects=self.http_side_effects)
+            if self.http
+            else None
+        )
         return rec, (rec, token)
 
     def _sink(self) -> _StoreSink | None:
@@ -359,6 +399,10 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
 
     def _stop(self, entered: tuple[Recording, Token[object | None]], error: BaseException | None) -> None:
         rec, token = entered
+        try:
+            end_implicit_run(rec, error)  # before the block's end: its span reaches the tape
+        except Exception:  # the exporter side never raises into the agent
+            _log.exception("could not end the implicit run of %s", rec.path)
         recording_ended(rec)
         if rec.http is not None:
             rec.http.close()

@@ -11,6 +11,7 @@ import datetime as _dt
 import warnings
 from typing import Any
 
+from otel_agent_replay.comparison import describe, json_changes
 from otel_agent_replay.core import (
     DivergenceKind,
     MissPolicy,
@@ -23,13 +24,15 @@ from otel_agent_replay.core import (
     StalePolicy,
     TapeStale,
     TapeWarning,
+    Then,
 )
 from otel_agent_replay.instrumentation import Prepared, ToolSpec
 from otel_agent_replay.store import OUT_OF_BOUNDS
 from otel_agent_replay.tape import Step, Tape
+from otel_agent_replay.timetravel import Edits, ForkState
 
 from ._ledger import Ledger
-from ._messages import declaration_changed, drift_error, miss_error, refused_error
+from ._messages import declaration_changed, drift_error, miss_error, ordinal, refused_error
 from ._options import ReplayOptions
 from ._runs import ReplayRun
 from ._serving import Decision
@@ -41,8 +44,17 @@ _NO_OVERRIDE = object()
 class Decider:
     """Decides each call of one replay (the rules of ``docs/design.md`` "Replay"), counting as it goes."""
 
-    def __init__(self, options: ReplayOptions, ledger: Ledger, tape: Tape | None, tape_path: str | None) -> None:
+    def __init__(
+        self,
+        options: ReplayOptions,
+        ledger: Ledger,
+        tape: Tape | None,
+        tape_path: str | None,
+        fork: ForkState | None = None,
+    ) -> None:
         self.options = options
+        self.fork = fork or ForkState(Then.RAISE, None)
+        self._edits = Edits(options.edit)
         self.ledger = ledger
         self.tape = tape
         self.tape_path = tape_path
@@ -67,6 +79,8 @@ class Decider:
             self.ledger.bump("steps")
             return Decision("live")
         read_only = spec.is_llm or self.read_only(spec)
+        if self.fork.forked:
+            return self._after_fork(spec, bound, prep, n, read_only)
         if not read_only and name not in self.options.stubbed and not self._stub_all:
             if self._out_of_bounds and self._is_miss(bound, name, n, prep.captured.call_key):
                 return self._answer_out_of_bounds(name, run_id, n, seq)
@@ -89,7 +103,8 @@ class Decider:
                 )
             if step.expires_at or (spec.version is not None and step.tool_version is not None):
                 self._check_fresh(spec, step, run_id, n)
-            override = self._override(name, n)
+            edited, value = self._edits.get(step) if self._edits else (False, None)
+            override = value if edited else self._override(name, n)
             if override is not _NO_OVERRIDE:
                 stub = () if read_only else ("stubbed_side_effects",)
                 self.ledger.bump("steps", "tape_hits", "overrides_applied", *stub)
@@ -100,6 +115,10 @@ class Decider:
                 self.ledger.bump("steps", "tape_hits", "stubbed_side_effects")
             return Decision("tape", step=step)
         drifted = index.at_position(name, n) if index is not None else None
+        if drifted is not None and self.fork.forks:
+            changes = describe(json_changes(drifted.args, prep.captured.value))
+            self.ledger.bump("drift_events")
+            return self._fork_here(spec, bound, prep, n, read_only, drifted, DivergenceKind.DRIFT, changes)
         if drifted is not None:
             self.ledger.bump("steps", "drift_events")
             self.ledger.fail(
@@ -119,6 +138,10 @@ class Decider:
             return Decision("live", append=True)
         if self._out_of_bounds and not spec.is_llm:
             return self._answer_out_of_bounds(name, run_id, n, seq)
+        if self.fork.forks:
+            self.ledger.bump("tape_misses")
+            missing = f"the recording has no {ordinal(n)} call of {name}"
+            return self._fork_here(spec, bound, prep, n, read_only, None, DivergenceKind.MISS, missing)
         self.ledger.bump("steps", "tape_misses")
         self.ledger.fail(
             miss_error(bound, spec, prep, n, self.options.record_mode, self.tape_path, self.options.hints),
@@ -127,6 +150,63 @@ class Decider:
             n,
             seq,
         )
+
+    def _fork_here(
+        self,
+        spec: ToolSpec,
+        bound: ReplayRun,
+        prep: Prepared,
+        n: int,
+        read_only: bool,
+        step: Step | None,
+        kind: DivergenceKind,
+        difference: str,
+    ) -> Decision:
+        """The first divergence of a replay that forks: noted (``r.fork``, the report, the run span), then
+        the call is served as every later one will be."""
+        run_id = bound.recorded_id
+        fork = self.fork.begin(
+            run_id=run_id,
+            step=step,
+            tool=spec.name,
+            seq=prep.ids.seq,
+            cause=kind.value,
+            difference=difference,
+            run_span=prep.run.span,
+        )
+        self.ledger.diverge(kind, run_id, spec.name, n, prep.ids.seq, str(fork))
+        return self._after_fork(spec, bound, prep, n, read_only)
+
+    def _after_fork(self, spec: ToolSpec, bound: ReplayRun, prep: Prepared, n: int, read_only: bool) -> Decision:
+        """A call after the fork: live (``then="live"``: models and read-only tools) or a contract fake
+        (``then="fallbacks"``); a tool that is not read-only stays under the side-effect policy."""
+        name, run_id, seq = spec.name, bound.recorded_id, prep.ids.seq
+        fake = self.options.fallbacks.get(name)
+        if self.fork.then == Then.FALLBACKS or (fake is not None and not read_only):
+            if fake is not None:
+                self.ledger.bump("steps", "fallback_calls")
+                return Decision("fallback", fake=fake)
+            self.ledger.bump("steps", "tape_misses")
+            self.ledger.fail(
+                miss_error(bound, spec, prep, n, self.options.record_mode, self.tape_path, self.options.hints),
+                run_id,
+                name,
+                n,
+                seq,
+            )
+        if read_only:
+            self.ledger.bump("steps")  # the session counts the live call as it serves it
+            return Decision("live")
+        index = bound.index
+        if index is not None and (name in self.options.stubbed or self._stub_all):
+            # after a fork its arguments may differ: a stubbed tool answers with its call at this position
+            step = index.take(prep.captured.call_key) or index.take_at_position(name, n)
+            if step is not None:
+                self.ledger.bump("steps", "tape_hits", "stubbed_side_effects")
+                return Decision("tape", step=step)
+        self.ledger.bump("steps", "refused_side_effects")
+        declared = spec.side_effect or self.options.declared.get(name)
+        self.ledger.fail(refused_error(name, declared, run_id, self.options.hints), run_id, name, n, seq)
 
     @staticmethod
     def _is_miss(bound: ReplayRun, name: str, n: int, call_key: str) -> bool:

@@ -44,6 +44,12 @@ class RunIndex:
             self._by_key.setdefault(step.call_key, deque()).append(step)
             self._by_tool.setdefault(step.tool, []).append(step)
         self._consumed: set[int] = set()
+        self._inside: dict[str, list[Step]] = {}
+        """A step's span id → the steps whose spans it encloses (the HTTP requests a tool's body made):
+        served with it when it is a hit, since its body does not run."""
+        for step in self.steps:
+            if step.parent_span_id:
+                self._inside.setdefault(step.parent_span_id, []).append(step)
         self._lock = threading.Lock()
         self._keyed: dict[str, tuple[str, ...]] = {}
         """Per tool, the key rules its recorded keys were recomputed with (absent: the recorded keys)."""
@@ -79,8 +85,18 @@ class RunIndex:
                 step = queue.popleft()
                 if id(step) not in self._consumed:
                     self._consumed.add(id(step))
+                    self._serve_inside(step)
                     return step
             return None
+
+    def _serve_inside(self, step: Step) -> None:
+        """Count the steps recorded inside a served step as served with it (under the lock)."""
+        pending = list(self._inside.get(step.span_id, ()))
+        while pending:
+            inner = pending.pop()
+            if id(inner) not in self._consumed:
+                self._consumed.add(id(inner))
+                pending.extend(self._inside.get(inner.span_id, ()))
 
     def has(self, call_key: str) -> bool:
         """Whether an unconsumed step has this key (a hit), without consuming it."""
@@ -93,6 +109,17 @@ class RunIndex:
             recorded = self._by_tool.get(tool, [])
             if 0 < n <= len(recorded) and id(recorded[n - 1]) not in self._consumed:
                 return recorded[n - 1]
+            return None
+
+    def take_at_position(self, tool: str, n: int) -> Step | None:
+        """Consume and return the tool's nth recorded call (1-based) if it is still unconsumed."""
+        with self._lock:
+            recorded = self._by_tool.get(tool, [])
+            if 0 < n <= len(recorded) and id(recorded[n - 1]) not in self._consumed:
+                step = recorded[n - 1]
+                self._consumed.add(id(step))
+                self._serve_inside(step)
+                return step
             return None
 
     def calls_of(self, tool: str) -> list[Step]:

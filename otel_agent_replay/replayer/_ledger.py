@@ -14,6 +14,7 @@ from typing import Any, Literal, NoReturn, get_args
 from otel_agent_replay.capture import usage_tokens
 from otel_agent_replay.comparison import ObservedCall, RunView
 from otel_agent_replay.core import DivergenceKind, ReplayDivergence
+from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import ToolSpec
 
 Counter = Literal[
@@ -34,10 +35,26 @@ Counter = Literal[
     "out_of_bounds_calls",
     "outside_calls",
     "blocked_connections",
+    "passthrough_requests",
+    "loopback_connections",
+    "child_processes",
 ]
 """The name of a replay counter, as ``stats[...]`` spells it (a contract: ``stats["live_tool_calls"]``)."""
 
 STAT_KEYS: tuple[Counter, ...] = get_args(Counter)
+
+
+def _tokens(spec: ToolSpec, result: object) -> tuple[int | None, int | None]:
+    """A model call's token usage: what its spec reads from the result (an HTTP model step's response,
+    in its provider's fields), else the result's ``usage``."""
+    if spec.result_attributes is not None:
+        try:
+            attrs = spec.result_attributes(result)
+        except Exception:  # a view never fails for provenance
+            attrs = {}
+        if A.GEN_AI_USAGE_INPUT_TOKENS in attrs or A.GEN_AI_USAGE_OUTPUT_TOKENS in attrs:
+            return attrs.get(A.GEN_AI_USAGE_INPUT_TOKENS), attrs.get(A.GEN_AI_USAGE_OUTPUT_TOKENS)
+    return usage_tokens(result)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -76,7 +93,14 @@ class ReplayStats(Mapping[str, Any]):
     """Decorated calls made from a thread or task that did not carry the replay's context (refused unless
     ``outside_calls='read_only'`` let a read-only one run)."""
     blocked_connections: int = 0
-    """Outgoing connections the network guard stopped (``NetworkBlocked``)."""
+    """Outgoing connections (or sends) the network guard stopped (``NetworkBlocked``)."""
+    passthrough_requests: int = 0
+    """HTTP requests sent live to a host named in ``passthrough=`` (never recorded)."""
+    loopback_connections: int = 0
+    """Connections to loopback that a strict replay let through below HTTP (a database, or a client that
+    speaks HTTP over raw sockets and so is not seen as HTTP): counted and warned, never silent."""
+    child_processes: int = 0
+    """Processes started from the replay's context: what they do cannot be refused from here."""
 
     def __getitem__(self, key: str) -> Any:
         name = _FIELD_OF.get(key)
@@ -193,7 +217,7 @@ class Ledger:
         """The calls served so far, and the last run's output, as a ``RunView``."""
         calls = []
         for spec, seq, args, result, error in list(self._observed):
-            inp, out = usage_tokens(result) if spec.is_llm and error is None else (None, None)
+            inp, out = _tokens(spec, result) if spec.is_llm and error is None else (None, None)
             calls.append(
                 ObservedCall(
                     kind=spec.kind,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from otel_agent_replay.comparison import describe, json_changes, short
-from otel_agent_replay.core import RecordMode, SideEffect, SideEffectRefused, TapeDrift, TapeMiss, TapeUnused
+from otel_agent_replay.core import RecordMode, SideEffect, SideEffectRefused, StepKind, TapeDrift, TapeMiss, TapeUnused
 from otel_agent_replay.tape import Step
 
 if TYPE_CHECKING:
@@ -88,7 +88,16 @@ def miss_error(
         f"  live     {prep.captured.call_key}  {short(prep.captured.value, _LONG)}",
     ]
     nearest = index.nearest(spec.name, prep.captured.value) if index is not None else []
-    if nearest:
+    if index is None:
+        run = prep.run
+        who = f"run {run.run_id} ({run.agent_name})" if run.agent_name else "this call's run"
+        lines[0] = (
+            f"miss: the {ordinal(n)} call of {spec.name} (live seq {prep.ids.seq}) belongs to {who}, which has no "
+            f"recorded run left on {tape_path or 'the tape'} to replay: the agent started more runs than were "
+            "recorded (or made this call after every recorded run was replayed)"
+        )
+        lines.append("  every recorded run was already bound to a live one")
+    elif nearest:
         lines.append(f"  nearest recorded calls of {spec.name}:")
         for step, changes in nearest:
             lines.append(f"    seq {step.seq} {step.step_id}  {describe(changes, 4)}")
@@ -103,6 +112,12 @@ def miss_error(
         fix = (
             f"{spec.name} is not read-only, so no mode runs it during a replay: re-record the tape: "
             f"{hints.mode('all')}; or serve it from a fake: {hints.option(f'fallbacks={{{spec.name!r}: fake}}')}."
+        )
+    if spec.kind == StepKind.HTTP:
+        host = spec.name.split(" ", 1)[-1].split("/", 1)[0]
+        fix += (
+            f" A request the tape does not answer is never sent, whatever the host (loopback too); to let this "
+            f"host's HTTP go live, unrecorded: {hints.option(f'passthrough=[{host!r}]')}."
         )
     lines.append(f"Replay mode {mode.value!r}. To fix: {fix}")
     return TapeMiss("\n".join(lines))

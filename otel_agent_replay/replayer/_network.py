@@ -43,10 +43,15 @@ class NetworkGuard:
     """What one replay allows: host names and addresses (None: loopback only)."""
 
     def __init__(
-        self, allow_hosts: Iterable[str] | None, describe: Callable[[], str], blocked: Callable[..., None]
+        self,
+        allow_hosts: Iterable[str] | None,
+        describe: Callable[[], str],
+        blocked: Callable[..., None],
+        passthrough: Iterable[str] = (),
     ) -> None:
         self.loopback = allow_hosts is None
-        hosts = tuple(allow_hosts or ())
+        # hosts whose HTTP goes live (``passthrough=``) may be connected to, whatever their port
+        hosts = (*(allow_hosts or ()), *(h.rsplit(":", 1)[0] if h.count(":") == 1 else h for h in passthrough))
         self.names = frozenset(h.lower().rstrip(".") for h in hosts if _ip(h) is None)
         self.addresses = {str(ip) for ip in (_ip(h) for h in hosts) if ip is not None}
         self._lock = threading.Lock()

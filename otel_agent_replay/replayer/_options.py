@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -33,10 +34,12 @@ from otel_agent_replay.core import (
     SideEffectPolicyName,
     StalePolicy,
     StalePolicyName,
+    Then,
+    ThenName,
     choice,
 )
 from otel_agent_replay.instrumentation import positive_seconds
-from otel_agent_replay.integrations import HttpRoute
+from otel_agent_replay.integrations import HttpRoute, side_effect_rules
 
 from ._messages import API_HINTS, Hints
 
@@ -108,10 +111,29 @@ class ReplayOptions:
     allow_hosts: Iterable[str] | None = None
     """Hosts (names or IP addresses) the agent's code may connect to during a strict replay; None: loopback
     (``localhost``, 127.0.0.0/8, ``::1``); an empty list blocks loopback too."""
+    http: bool = True
+    """Every HTTP request from the replay's context is answered from the tape (``False``: HTTP is left to the
+    network guard alone)."""
     http_models: bool = True
-    """Model API calls over httpx/httpx2 are model steps (``False``: they are left alone)."""
+    """Requests that match a model route are model steps (``False``: they are plain HTTP steps)."""
     http_routes: tuple[HttpRoute, ...] = ()
     """More model routes, checked before the default ones."""
+    http_side_effects: Mapping[str, SideEffect | SideEffectName] = field(default_factory=dict)
+    """``"METHOD host/path"`` patterns (fnmatch) → the side effect of the HTTP steps they match (by default
+    ``GET``, ``HEAD`` and ``OPTIONS`` are read-only and every other method is external)."""
+    then: Then | ThenName = Then.RAISE
+    """At the first divergence: ``raise`` (strict), ``live`` (fork: that call and later ones run live; a
+    tool that is not read-only stays under the side-effect policy) or ``fallbacks`` (later calls go to
+    the fakes of ``fallbacks=``)."""
+    edit: Mapping[str, Any] = field(default_factory=dict)
+    """Step id (``search#2``) → a value to answer with instead of the recorded result, or an exception to
+    raise: a counterfactual replay (with ``then="live"`` it reports where the run then differs)."""
+    fork_tape: str | os.PathLike[str] | None = None
+    """Where a replay with ``then=`` other than ``raise`` or with ``edit=`` writes its run (default: beside
+    the tape, ``NAME.fork.jsonl``)."""
+    passthrough: Iterable[str] = ()
+    """Hosts (``host`` or ``host:port``) whose HTTP requests go live and are never recorded, each counted in
+    ``passthrough_requests``; the network guard lets them through too."""
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # normalising in a frozen dataclass
@@ -146,6 +168,15 @@ class ReplayOptions:
             put(self, "allow_hosts", hosts)
         if not isinstance(self.redactor, Redactor):
             raise ConfigurationError(f"replay(redactor={self.redactor!r}): give a Redactor")
+        put(self, "then", choice(Then, self.then, "replay", "then"))
+        if not isinstance(self.edit, Mapping):
+            raise ConfigurationError(f"replay(edit={self.edit!r}): give a mapping of step id → value or exception")
+        put(self, "edit", MappingProxyType(dict(self.edit)))
+        put(self, "http_side_effects", MappingProxyType(dict(side_effect_rules(self.http_side_effects))))
+        hosts = (self.passthrough,) if isinstance(self.passthrough, str) else tuple(self.passthrough)
+        if not all(isinstance(h, str) and h for h in hosts):
+            raise ConfigurationError(f"replay(passthrough={self.passthrough!r}): give hosts, as 'host' or 'host:port'")
+        put(self, "passthrough", frozenset(h.lower() for h in hosts))
         put(self, "http_routes", tuple(self.http_routes))
         for route in self.http_routes:
             if not isinstance(route, HttpRoute):
@@ -188,9 +219,35 @@ class ReplayOptions:
         return cast(Pace, self.pace)
 
     @property
+    def passthrough_hosts(self) -> frozenset[str]:
+        """``passthrough`` as a set of lower-case ``host`` or ``host:port`` strings."""
+        return cast(frozenset[str], self.passthrough)
+
+    def passes_through(self, host: str, port: int | None) -> bool:
+        """Whether HTTP to this host (and port) goes live under ``passthrough=``."""
+        hosts = self.passthrough_hosts
+        return bool(hosts) and (host in hosts or (port is not None and f"{host}:{port}" in hosts))
+
+    @property
+    def then_policy(self) -> Then:
+        """``then`` as a ``Then``."""
+        return cast(Then, self.then)
+
+    @property
+    def forks(self) -> bool:
+        """Whether this replay may fork (``then=`` other than ``raise``, or ``edit=``): its run is written
+        to a fork tape."""
+        return self.then_policy != Then.RAISE or bool(self.edit)
+
+    @property
     def guards_network(self) -> bool:
-        """True when the network guard is on: a strict replay with ``network="block"``."""
-        return self.network == NetworkPolicy.BLOCK and self.record_mode == RecordMode.NONE
+        """True when the network guard is on: a strict replay with ``network="block"`` that does not go live
+        after a fork (``then="live"``)."""
+        return (
+            self.network == NetworkPolicy.BLOCK
+            and self.record_mode == RecordMode.NONE
+            and self.then_policy != Then.LIVE
+        )
 
     @property
     def declared(self) -> Mapping[str, SideEffect]:

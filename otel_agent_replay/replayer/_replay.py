@@ -42,12 +42,15 @@ from otel_agent_replay.core import (
     StalePolicyName,
     TapeNotFoundError,
     TapeStale,
+    Then,
+    ThenName,
     project_settings,
 )
 from otel_agent_replay.instrumentation import current_replay, replay_ended, replay_started, warn_if_replay_active
 from otel_agent_replay.integrations import HttpActivation, HttpRoute, activate
 from otel_agent_replay.recorder import record
 from otel_agent_replay.tape import Run, Tape, load_tape
+from otel_agent_replay.timetravel import Edits, fork_tape_for
 
 from . import _network as network
 from ._messages import Hints
@@ -147,6 +150,19 @@ class replay(Scope[ReplaySession, _Entered]):
         connection from the replay's context to a host not in ``allow_hosts`` raises ``NetworkBlocked``).
     :param allow_hosts: hosts the agent's code may connect to in a strict replay (default: loopback;
         an empty list blocks loopback too).
+    :param http: False leaves HTTP requests to the network guard alone (default: every request from the
+        replay's context is answered from the tape, whatever the host, loopback included).
+    :param http_models: False makes requests to model routes plain HTTP steps.
+    :param http_routes: more model routes (``HttpRoute``), checked before the default ones.
+    :param http_side_effects: ``"METHOD host/path"`` patterns → side effect of the HTTP steps they match.
+    :param then: at the first divergence, ``"raise"`` (strict, the default), ``"live"`` (fork: that call and
+        later ones run live; a tool that is not read-only stays under the side-effect policy) or ``"fallbacks"``
+        (later calls go to the fakes of ``fallbacks=``); ``session.fork`` says where it forked.
+    :param edit: step id (``"search#2"``) → a value (or exception) the recorded step answers with instead.
+    :param fork_tape: where a replay with ``then=`` or ``edit=`` writes its run (default ``NAME.fork.jsonl``
+        beside the tape).
+    :param passthrough: hosts (``host`` or ``host:port``) whose HTTP goes live, never recorded, counted in
+        ``passthrough_requests``.
     """
 
     def __init__(
@@ -175,8 +191,14 @@ class replay(Scope[ReplaySession, _Entered]):
         pace: Pace | PaceName | None = None,
         network: NetworkPolicy | NetworkPolicyName | None = None,
         allow_hosts: Iterable[str] | None = None,
+        http: bool | None = None,
         http_models: bool | None = None,
         http_routes: Iterable[HttpRoute] | None = None,
+        http_side_effects: Mapping[str, SideEffect | SideEffectName] | None = None,
+        passthrough: Iterable[str] | None = None,
+        then: Then | ThenName | None = None,
+        edit: Mapping[str, Any] | None = None,
+        fork_tape: str | os.PathLike[str] | None = None,
     ) -> None:
         super().__init__()
         given = {
@@ -201,8 +223,14 @@ class replay(Scope[ReplaySession, _Entered]):
             "pace": pace,
             "network": network,
             "allow_hosts": allow_hosts,
+            "http": http,
             "http_models": http_models,
             "http_routes": None if http_routes is None else tuple(http_routes),
+            "http_side_effects": http_side_effects,
+            "passthrough": passthrough,
+            "then": then,
+            "edit": edit,
+            "fork_tape": fork_tape,
         }
         if options is not None and not isinstance(options, ReplayOptions):
             raise ConfigurationError(f"replay(options={options!r}): give a ReplayOptions (or use the keywords)")
@@ -227,19 +255,37 @@ class replay(Scope[ReplaySession, _Entered]):
         if path is not None and options.records(path.exists()):
             if options.record_mode == RecordMode.ALL:
                 temp = path.with_name(f".{path.name}.recording-{os.getpid()}")
-            recorder = record(temp or path, redactor=options.redactor, key_ignore=options.key_ignore, http_models=False)
+            recorder = record(temp or path, redactor=options.redactor, key_ignore=options.key_ignore, http=False)
             recorder.__enter__()
             session = ReplaySession(options, None, str(path), recording=True)
         else:
             tape = self.source if isinstance(self.source, Tape) else self._load(path)
             self._check_age(tape)
-            session = ReplaySession(options, tape, tape.path, recording=False)
+            fork_tape = self._fork_tape(options, tape)
+            if fork_tape is not None:  # the replayed (forked) run is written there, as a tape of its own
+                recorder = record(fork_tape, redactor=options.redactor, key_ignore=options.key_ignore, http=False)
+                recorder.__enter__()
+            session = ReplaySession(options, tape, tape.path, recording=False, fork_tape=fork_tape)
             replay_started(session)
         token = current_replay.set(session)
         if session.network_guard is not None:
             network.install()
-        http = activate(options.http_routes) if options.http_models else None
+        http = (
+            activate(options.http_routes, http_models=options.http_models, http_side_effects=options.http_side_effects)
+            if options.http
+            else None
+        )
         return session, _Entered(session, token, recorder, temp, http)
+
+    @staticmethod
+    def _fork_tape(options: ReplayOptions, tape: Tape) -> Path | None:
+        """Where a replay that may fork writes its run (None: it does not fork, or has nowhere to write)."""
+        if not options.forks:
+            return None
+        Edits(options.edit).check(tape)
+        if options.fork_tape is not None:
+            return Path(options.fork_tape)
+        return fork_tape_for(tape.path) if tape.path else None
 
     def _load(self, path: Path | None) -> Tape:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
@@ -272,6 +318,7 @@ class replay(Scope[ReplaySession, _Entered]):
     def _stop(self, entered: _Entered, error: BaseException | None) -> None:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         replay_ended(entered.session)
+        entered.session.end_implicit(error)  # its span reaches a recording still open (a fork tape)
         if entered.http is not None:
             entered.http.close()
         current_replay.reset(entered.token)
@@ -279,7 +326,7 @@ class replay(Scope[ReplaySession, _Entered]):
             network.uninstall()
         if entered.recorder is not None:
             entered.recorder.__exit__(type(error) if error else None, error, None)
-            path = self._path()
+            path = self._path() if entered.session.recording else None
             temp = entered.temp
             if temp is not None and path is not None:
                 if error is None and temp.exists():

@@ -68,6 +68,15 @@ def take_run(queue: list[Run], agent_name: str, input_hash: str | None) -> Run |
     return queue.pop(same[0]) if same else None
 
 
+def peek_implicit(queue: list[Run]) -> Run | None:
+    """The recorded run that calls outside every live ``agent_run`` replay: the first queued implicit run
+    (a record block's own run), else the first queued run (left on the queue)."""
+    for run in queue:
+        if run.attributes.get(A.IMPLICIT_RUN) is True:
+            return run
+    return queue[0] if queue else None
+
+
 def has_agent(runs: tuple[Run, ...], agent_name: str) -> bool:
     """Whether the replayed runs can serve this agent (any run of it, or a run that names no agent)."""
     return not runs or any(run.agent_name in (agent_name, "") for run in runs)

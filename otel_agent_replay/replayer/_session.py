@@ -12,6 +12,7 @@ import dataclasses
 import inspect
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from opentelemetry.trace import INVALID_SPAN, Link, Span
@@ -43,11 +44,14 @@ from otel_agent_replay.instrumentation import (
     ToolSpec,
     active_run,
     current_run,
+    end_implicit_run,
+    implicit_replay_run,
     prepare,
     start_step,
     tool_spec,
 )
 from otel_agent_replay.tape import Run, Step, Tape
+from otel_agent_replay.timetravel import Fork, ForkState
 
 from ._append import Appender
 from ._decide import Decider
@@ -57,7 +61,7 @@ from ._ledger import Divergence, Ledger, ReplayStats
 from ._messages import outside_error, unused_error
 from ._network import NetworkGuard
 from ._options import ReplayOptions
-from ._runs import ReplayRun, has_agent, select_runs, take_run, unknown_agent
+from ._runs import ReplayRun, has_agent, peek_implicit, select_runs, take_run, unknown_agent
 from ._serving import (
     Decision,
     HitSpan,
@@ -79,7 +83,14 @@ _RECORDING_RUN = object()
 class ReplaySession:
     """The state of one replay: runs to replay, counters, divergences. Also the handle."""
 
-    def __init__(self, options: ReplayOptions, tape: Tape | None, tape_path: str | None, recording: bool) -> None:
+    def __init__(
+        self,
+        options: ReplayOptions,
+        tape: Tape | None,
+        tape_path: str | None,
+        recording: bool,
+        fork_tape: Path | None = None,
+    ) -> None:
         self.options = options
         self.tape = tape
         self.tape_path = tape_path
@@ -90,18 +101,21 @@ class ReplaySession:
         self.capture = Capture(redactor=options.redactor, keys=KeyRules(options.key_ignore))
         self._tracer = replay_tracer()
         self.ledger = Ledger()
-        self._decider = Decider(options, self.ledger, tape, tape_path)
+        self.fork_state = ForkState(options.then_policy, fork_tape)
+        self._decider = Decider(options, self.ledger, tape, tape_path, self.fork_state)
         self._lock = threading.Lock()
         self._queue: list[Run] = list(select_runs(tape, options)) if tape is not None else []
         self._bound: list[ReplayRun] = []
         self._implicit: ReplayRun | None = None
+        self._implicit_lock = threading.Lock()
+        self._next_implicit: Run | None = None
         self._appender: Appender | None = None
         self.closed = False
         self.on_run_end: Callable[[Span, object], None] | None = None
         """Called with the run span (still open: attributes and events may go on it) and the output
         as each replayed run ends; the regression run evaluates there."""
         self.network_guard: NetworkGuard | None = (
-            NetworkGuard(options.allow_hosts, lambda: str(self.tape_path), self._blocked)
+            NetworkGuard(options.allow_hosts, lambda: str(self.tape_path), self._blocked, options.passthrough_hosts)
             if options.guards_network and not recording
             else None
         )
@@ -120,6 +134,12 @@ class ReplaySession:
         return self.ledger.report()
 
     @property
+    def fork(self) -> Fork | None:
+        """Where the replay forked (``then="live"``/``"fallbacks"``, ``edit=``): the recorded step, the cause and
+        the difference, and the tape the forked run went to; None while it has not forked."""
+        return self.fork_state.fork
+
+    @property
     def pace(self) -> bool:
         """Whether streams are paced at their recorded offsets (``pace="recorded"``)."""
         return self._pace
@@ -128,6 +148,13 @@ class ReplaySession:
     def out_of_bounds(self) -> tuple[str, ...]:
         """The tools whose calls were answered out of bounds (``on_miss="error_result"``), in order."""
         return tuple(d.tool for d in self.ledger.report() if d.kind == DivergenceKind.OUT_OF_BOUNDS)
+
+    def passes_through(self, host: str, port: int | None) -> bool:
+        """Whether an HTTP request to this host goes live under ``passthrough=`` (counted when it does)."""
+        if not self.options.passes_through(host, port):
+            return False
+        self.ledger.bump("passthrough_requests")
+        return True
 
     def view(self) -> RunView:
         """The replayed behaviour so far, for assertions (``tools_called``, ``called_with`` …)."""
@@ -189,6 +216,10 @@ class ReplaySession:
 
     def _take_run(self, agent_name: str, input_hash: str | None) -> Run | None:
         """Take the recorded run a live run replays off the queue (called under the lock)."""
+        chosen, self._next_implicit = self._next_implicit, None
+        if chosen is not None and chosen in self._queue:  # the implicit run being opened: the run chosen for it
+            self._queue.remove(chosen)
+            return chosen
         return take_run(self._queue, agent_name, input_hash)
 
     def _recorded_runs(self) -> tuple[Run, ...]:
@@ -213,20 +244,37 @@ class ReplaySession:
             return bound, state
         with self._lock:
             implicit = self._implicit
-            if implicit is None:
-                recorded = self._queue.pop(0) if self._queue else None
-                index = self._index(recorded) if recorded else None
-                live = RunState(
-                    recorded.run_id if recorded else "",
-                    recorded.agent_name if recorded else "",
-                    INVALID_SPAN,
-                    self._capture_for(recorded, self.capture),
-                    None,
-                )
-                implicit = self._implicit = ReplayRun(index, live)
-                self._bound.append(implicit)
+        if implicit is None:
+            implicit = self._open_implicit()
         assert implicit.state is not None
         return implicit, implicit.state
+
+    def _open_implicit(self) -> ReplayRun:
+        """The replay's implicit run (calls outside every live ``agent_run``), bound to the tape's implicit
+        run (else its next run) and opened as a run of that agent, so its spans are a run like any other."""
+        with self._implicit_lock:
+            with self._lock:
+                if self._implicit is not None:
+                    return self._implicit
+                recorded = peek_implicit(self._queue)
+                self._next_implicit = recorded
+            if recorded is None:  # nothing left to replay: every call of this run misses
+                live = RunState("", "", INVALID_SPAN, self.capture, None)
+                implicit = ReplayRun(None, live)
+                with self._lock:
+                    self._bound.append(implicit)
+            else:
+                state = implicit_replay_run(self, recorded.agent_name or None)
+                assert isinstance(state.replay, ReplayRun)
+                implicit = state.replay
+                implicit.state = state
+            with self._lock:
+                self._implicit = implicit
+            return implicit
+
+    def end_implicit(self, error: BaseException | None = None) -> None:
+        """End the replay's implicit run, if it opened one (as the replay block ends)."""
+        end_implicit_run(self, error)
 
     @staticmethod
     def _capture_for(recorded: Run | None, capture: Capture) -> Capture:
@@ -324,6 +372,11 @@ class ReplaySession:
 
     def _observe(self, spec: ToolSpec, prep: Prepared, result: object, error: BaseException | None) -> None:
         self.ledger.remember(spec, prep.ids.seq, prep.captured.value, result, error)
+
+    def observe_recorded(self, spec: ToolSpec, seq: int, args: dict[str, Any], result: object, error: object) -> None:
+        """A step recorded outside ``call`` while this replay records (an HTTP request): kept for ``view()``."""
+        if self.recording:
+            self.ledger.remember(spec, seq, args, result, error if isinstance(error, BaseException) else None)
 
     def _observe_recorded(
         self,
@@ -436,7 +489,8 @@ class ReplaySession:
             return
         if self.ledger.raised:
             raise self.ledger.raised[0]  # swallowed by the agent: the test must still fail
-        if unused and not self.options.allow_unused:
+        # a fork or an edit changes the path on purpose: what was not used is in the report, not a failure
+        if unused and not self.options.allow_unused and not self.fork_state.forked and not self.options.edit:
             raise unused_error(unused, self.tape_path, self.options.hints)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import inspect
+import warnings
 from pathlib import Path
 
 import orjson
@@ -11,7 +12,7 @@ import pytest
 from helpers.rawtape import raw_spans, run_span_of, steps_of
 from helpers.sample_tools import fetch_doc, plain_tool, summarise
 
-from otel_agent_replay import TapeWarning, agent_run, model_call, record, tool
+from otel_agent_replay import TapeWarning, agent_run, load_tape, model_call, record, replay, tool
 from otel_agent_replay.core import attributes as A
 
 
@@ -135,9 +136,36 @@ def test_ttl_sets_expires_at(tape: Path) -> None:
     assert dt.timedelta(minutes=59) < expires - before < dt.timedelta(minutes=61)
 
 
-def test_calls_outside_a_run_run_plainly_and_record_nothing_with_a_warning(tape: Path) -> None:
-    with record(tape), pytest.warns(TapeWarning, match="outside any agent_run.*agent_run") as caught:
-        assert plain_tool(4) == 8
-        assert plain_tool(5) == 10  # once per tool and recording
-    assert len(caught) == 1 and "'plain_tool'" in str(caught[0].message)
-    assert not tape.exists() or raw_spans(tape) == []
+def test_calls_outside_a_run_belong_to_the_blocks_implicit_run(tape: Path) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing to warn about: nothing is dropped
+        with record(tape):
+            assert plain_tool(4) == 8
+            assert plain_tool(5) == 10
+    spans = raw_spans(tape)
+    run = next(s for s in spans if s.name.startswith("invoke_agent "))
+    steps = [s for s in spans if s.name == "execute_tool plain_tool"]
+    assert run.attrs[A.GEN_AI_AGENT_NAME] == "test_calls_outside_a_run_belong_to_the_blocks_implicit_run"
+    assert [s.attrs[A.SEQ] for s in steps] == [1, 2]
+    assert {s.attrs[A.RUN_ID] for s in steps} == {run.attrs[A.RUN_ID]}
+    assert {s.parent_span_id for s in steps} == {run.span_id}
+    with record(tape, agent="named"):
+        plain_tool(6)
+    assert [s.attrs[A.GEN_AI_AGENT_NAME] for s in raw_spans(tape) if s.name.startswith("invoke_agent ")][-1] == "named"
+    with replay(tape, run_id=run.attrs[A.RUN_ID], stub=["plain_tool"]) as session:
+        assert plain_tool(4) == 8 and plain_tool(5) == 10  # the replay binds its implicit run the same way
+    assert session.stats.hits == 2
+
+
+def test_a_replay_binds_calls_outside_runs_to_the_implicit_run_whatever_the_order(tape: Path) -> None:
+    with record(tape, agent="block"):
+        with agent_run("agent"):
+            plain_tool(1)
+        plain_tool(2)  # after the run: the block's implicit run, later on the tape
+    runs = load_tape(tape).runs
+    assert [(r.agent_name, r.attributes.get(A.IMPLICIT_RUN)) for r in runs] == [("agent", None), ("block", True)]
+    with replay(tape, stub=["plain_tool"]) as session:
+        assert plain_tool(2) == 4  # before the run this time: still the implicit run's call
+        with agent_run("agent"):
+            assert plain_tool(1) == 2
+    assert session.stats.hits == 2 and session.stats.drifts == 0

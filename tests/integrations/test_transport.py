@@ -18,10 +18,10 @@ from helpers.model_server import fake_provider
 from helpers.rawtape import raw_spans
 
 from otel_agent_replay import HttpRoute, ReplayOptions, agent_run, record, replay
-from otel_agent_replay.core import ConfigurationError
+from otel_agent_replay.core import ConfigurationError, SideEffectRefused
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.integrations import activate, patched
-from otel_agent_replay.integrations._wire import build_response
+from otel_agent_replay.integrations.clients._httpx import build_response
 
 BODY = {"model": "gpt-test", "messages": [{"role": "user", "content": "count to three"}], "stream": True}
 SLOW_BODY = {**BODY, "model": "slow-stream"}  # its events come 50 ms apart
@@ -118,27 +118,45 @@ def test_activation_is_reference_counted_across_threads() -> None:
     assert not patched() and _originals() == before
 
 
-def test_http_models_false_leaves_the_transports_alone(tape: Path) -> None:
+def test_http_false_leaves_the_transports_alone(tape: Path) -> None:
     before = _originals()
     with fake_provider() as fp:
-        with record(tape, http_models=False), agent_run("off"):
+        with record(tape, http=False), agent_run("off"):
             assert _originals() == before
             httpx2.post(fp.url + "/v1/chat/completions", json={**BODY, "stream": False})
-        with replay(tape, http_models=False, allow_unused=True):
+        with replay(tape, http=False, allow_unused=True):
             httpx2.post(fp.url + "/v1/chat/completions", json={**BODY, "stream": False})
         assert len(fp.requests) == 2  # both went to the provider
-    assert not [s for s in raw_spans(tape) if s.attrs.get(A.KIND) == "llm"]
+    assert [s.name for s in raw_spans(tape)] == ["invoke_agent off"]
 
 
-def test_http_routes_adds_a_route_and_other_requests_pass_through(tape: Path) -> None:
+def test_http_models_false_makes_a_model_request_a_plain_http_step(tape: Path) -> None:
+    body = {**BODY, "stream": False}
+    with fake_provider() as fp:
+        with record(tape, http_models=False), agent_run("plain"):
+            live = httpx2.post(fp.url + "/v1/chat/completions", json=body)
+        name = f"POST {fp.url.removeprefix('http://')}/v1/chat/completions"
+        with replay(tape, http_models=False, stub=[name]) as session:
+            again = httpx2.post(fp.url + "/v1/chat/completions", json=body)
+        assert len(fp.requests) == 1  # the replay sent nothing
+    assert again.content == live.content and again.status_code == live.status_code
+    steps = [s for s in raw_spans(tape) if s.attrs.get(A.RUN_ID) and s.name != "invoke_agent plain"]
+    assert [(s.name, s.attrs[A.KIND], s.attrs[A.SIDE_EFFECT]) for s in steps] == [
+        (f"execute_tool POST {fp.url.removeprefix('http://')}/v1/chat/completions", "http", "external")
+    ]
+    assert session.stats.stubbed_side_effects == 1
+
+
+def test_http_routes_adds_a_route_and_other_requests_are_http_steps(tape: Path) -> None:
     route = HttpRoute("acme.generate", "/acme/generate", "acme")
     with fake_provider() as fp:
         with record(tape, http_routes=[route]), agent_run("acme"):
             custom = httpx.post(fp.url + "/acme/generate", json={"model": "m1", "prompt": "hi"})
             other = httpx.post(fp.url + "/not/a/model", json={"x": 1})
-        with replay(tape, http_routes=[route]) as session:
+        with pytest.raises(SideEffectRefused, match=r"POST 127\.0\.0\.1"), replay(tape, http_routes=[route]) as session:
             again = httpx.post(fp.url + "/acme/generate", json={"model": "m1", "prompt": "hi"})
-        assert len(fp.requests) == 2  # the replayed route sent nothing
+            httpx.post(fp.url + "/not/a/model", json={"x": 1})  # a POST is not read-only: refused, never sent
+        assert len(fp.requests) == 2  # the replay sent nothing
     assert custom.status_code == again.status_code == 404  # the fake provider has no such route: 404 is recorded
     assert again.json() == custom.json()
     assert other.status_code == 404

@@ -671,3 +671,17 @@ def test_a_tape_from_otels_own_json_file_exporter_replays(tmp_path: Path) -> Non
         assert weather("Rome") == {"temp": 19}
         assert weather(city="Oslo", unit="C") == {"temp": 3}
     assert r.stats["tape_hits"] == 2 and r.stats["unused_entries"] == 0
+
+
+def test_a_call_in_a_run_beyond_the_recorded_ones_says_so(tape: Path) -> None:
+    with record(tape), agent_run("shop"):
+        stock("a")
+    with pytest.raises(TapeMiss) as caught, replay(tape, allow_unused=True):
+        with agent_run("shop"):
+            stock("a")
+        with agent_run("shop"):
+            stock("a")  # one more run than recorded
+    message = str(caught.value)
+    assert "belongs to run" in message and "(shop), which has no recorded run left" in message
+    assert "started more runs than were recorded" in message
+    assert "a run the tape does not have" not in message

@@ -1,0 +1,131 @@
+"""Turning the capture points on and off: ``activate()`` for a record or replay block.
+
+The first activation patches every capture point whose library is importable (each client module's
+``patch``, and MCP); closing the last one puts every original back exactly. Activations nest and may
+overlap across threads (reference-counted under a lock); the newest one's settings are in force.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from otel_agent_replay.core import DECLARABLE_SIDE_EFFECTS, ConfigurationError, SideEffect, SideEffectName
+
+from ._mcp import patch_mcp, unpatch_mcp
+from ._mcp_transport import patch_transports
+from ._routes import HttpRoute, routes_for
+from .providers import DEFAULT_ROUTES
+
+Restore = Callable[[], None]
+"""Puts one patched attribute back."""
+
+_READ_ONLY_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+@dataclass(frozen=True, slots=True)
+class HttpSettings:
+    """What one record or replay block asked of the capture points."""
+
+    routes: tuple[HttpRoute, ...]
+    side_effects: tuple[tuple[str, SideEffect], ...] = ()
+    """``(pattern, side effect)``: a pattern is ``fnmatch`` text over ``{METHOD} {host}{path}``."""
+    models: bool = True
+    """Model routes are model steps (``http_models=False``: they are plain HTTP steps)."""
+
+    def side_effect(self, tool: str, method: str) -> SideEffect:
+        """An HTTP step's side effect: the first ``http_side_effects=`` rule that matches, else by method."""
+        for pattern, effect in self.side_effects:
+            if fnmatch.fnmatchcase(tool, pattern):
+                return effect
+        return SideEffect.READ_ONLY if method in _READ_ONLY_METHODS else SideEffect.EXTERNAL
+
+
+def side_effect_rules(rules: Mapping[str, SideEffect | SideEffectName] | None) -> tuple[tuple[str, SideEffect], ...]:
+    """``http_side_effects=`` checked: pattern → a declarable side effect."""
+    out: list[tuple[str, SideEffect]] = []
+    for pattern, effect in (rules or {}).items():
+        if not isinstance(pattern, str) or not pattern or effect not in DECLARABLE_SIDE_EFFECTS:
+            spellings = ", ".join(repr(e.value) for e in DECLARABLE_SIDE_EFFECTS)
+            raise ConfigurationError(
+                f"http_side_effects={{{pattern!r}: {effect!r}}}: give 'METHOD host/path' patterns (fnmatch, such as "
+                f"'POST api.example.com/v1/search*') mapped to one of {spellings}"
+            )
+        out.append((pattern, SideEffect(effect)))
+    return tuple(out)
+
+
+class HttpActivation:
+    """One active block's claim on the capture points; ``close()`` releases it."""
+
+    def __init__(self, settings: HttpSettings) -> None:
+        self.settings = settings
+        self.closed = False
+
+    @property
+    def routes(self) -> tuple[HttpRoute, ...]:
+        """The model routes in force for this block."""
+        return self.settings.routes
+
+    def close(self) -> None:
+        with _lock:
+            if self.closed:
+                return
+            self.closed = True
+            _active.remove(self)
+            if not _active:
+                _unpatch()
+
+
+_lock = threading.Lock()
+_active: list[HttpActivation] = []
+_restores: list[Restore] = []
+_patchers: list[Callable[[], list[Restore]]] = []
+
+
+def register_client(patch: Callable[[], list[Restore]]) -> None:
+    """Add a client's capture point: ``patch()`` patches what is importable and returns how to undo it."""
+    _patchers.append(patch)
+
+
+def activate(
+    http_routes: Iterable[HttpRoute] = (),
+    *,
+    http_models: bool = True,
+    http_side_effects: Mapping[str, SideEffect | SideEffectName] | None = None,
+) -> HttpActivation:
+    """Patch the capture points (if not yet patched) for a record or replay block; ``close()`` the result."""
+    routes = routes_for(http_routes, DEFAULT_ROUTES) if http_models else ()
+    activation = HttpActivation(HttpSettings(routes, side_effect_rules(http_side_effects), http_models))
+    with _lock:
+        if not _active:
+            _patch()
+        _active.append(activation)
+    return activation
+
+
+def patched() -> bool:
+    """True while some block holds the capture points patched."""
+    with _lock:
+        return bool(_restores)
+
+
+def settings() -> HttpSettings | None:
+    """The settings of the newest active block, or None when none is active."""
+    active = _active
+    return active[-1].settings if active else None
+
+
+def _patch() -> None:
+    patch_mcp()
+    _restores.append(unpatch_mcp)
+    _restores.extend(patch_transports())
+    for patch in _patchers:
+        _restores.extend(patch())
+
+
+def _unpatch() -> None:
+    while _restores:
+        _restores.pop()()

@@ -1,0 +1,9 @@
+"""Clients: where each HTTP client's requests are intercepted, and how its own response type is built
+from a recorded result. One module a client; each registers its ``patch`` with the activation."""
+
+from __future__ import annotations
+
+from ._http_client import patch as patch_http_client
+from ._httpx import patch as patch_httpx
+
+__all__ = ["patch_http_client", "patch_httpx"]

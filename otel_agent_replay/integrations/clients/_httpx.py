@@ -1,0 +1,238 @@
+"""httpx and httpx2: ``HTTPTransport.handle_request`` and ``AsyncHTTPTransport.handle_async_request``.
+
+Every client of either package that sends through its default transport (the OpenAI, Anthropic,
+Cohere, Ollama and Gemini SDKs among them) passes here. A request that is a step is recorded (a
+stream passes through to the caller chunk by chunk) or answered with an ``httpx.Response`` built
+from the tape, so no connection is used at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from types import ModuleType
+from typing import Any
+
+from otel_agent_replay.instrumentation import due_in
+
+from .. import _activation
+from .._exchange import Exchange, Request, Stream, intercept, response_result
+from .._wire import check_result, chunks, is_stream, offsets_ns, result_headers
+
+_MODULES = ("httpx", "httpx2")
+
+
+def patch() -> list[_activation.Restore]:
+    """Patch the transports of each package that is importable."""
+    restores: list[_activation.Restore] = []
+    for name in _MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        sync_cls, async_cls = module.HTTPTransport, module.AsyncHTTPTransport
+        for cls, attr, wrapper in (
+            (sync_cls, "handle_request", _sync_wrapper(module, sync_cls.handle_request)),
+            (async_cls, "handle_async_request", _async_wrapper(module, async_cls.handle_async_request)),
+        ):
+            restores.append(_replace(cls, attr, wrapper))
+    return restores
+
+
+def _replace(owner: type, attr: str, value: object) -> _activation.Restore:
+    """Set ``owner.attr`` to ``value``; the returned callable puts the original back exactly."""
+    original = owner.__dict__[attr]
+    setattr(owner, attr, value)
+
+    def restore() -> None:
+        setattr(owner, attr, original)
+
+    return restore
+
+
+_activation.register_client(patch)
+
+
+def _request(request: Any, content: bytes) -> Request:
+    url = request.url
+    return Request(
+        request.method.upper(),
+        url.scheme,
+        (url.host or "").lower(),
+        url.port,
+        url.path or "/",
+        url.query.decode("ascii", "replace") if isinstance(url.query, bytes) else str(url.query),
+        {k.lower(): v for k, v in request.headers.items()},
+        content,
+    )
+
+
+def _fresh(module: ModuleType, response: Any, content: bytes, request: Any) -> Any:
+    """The live response again, its body read and decoded (so no content-encoding any more)."""
+    headers = [(k, v) for k, v in response.headers.items() if k.lower() not in ("content-encoding", "content-length")]
+    return module.Response(
+        response.status_code, headers=headers, content=content, extensions=response.extensions, request=request
+    )
+
+
+_stream_classes: dict[str, tuple[type, type]] = {}
+
+
+def _classes(module: ModuleType) -> tuple[type, type]:
+    """(the replayed stream, the recording stream) of ``module``: byte streams, sync and async."""
+    found = _stream_classes.get(module.__name__)
+    if found is not None:
+        return found
+
+    class ReplayStream(module.SyncByteStream, module.AsyncByteStream):  # type: ignore[name-defined,misc]
+        def __init__(self, parts: list[bytes], offsets: list[int] | None) -> None:
+            self._parts = parts
+            self._offsets = offsets  # ns from the stream's start, when paced
+
+        def _wait(self, n: int, start: int) -> float:
+            offsets = self._offsets
+            return due_in(start, offsets[n]) if offsets is not None and n < len(offsets) else 0.0
+
+        def __iter__(self) -> Iterator[bytes]:
+            start = time.monotonic_ns()
+            for n, part in enumerate(self._parts):
+                wait = self._wait(n, start)
+                if wait > 0:
+                    time.sleep(wait)
+                yield part
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            start = time.monotonic_ns()
+            for n, part in enumerate(self._parts):
+                wait = self._wait(n, start)
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                yield part
+
+    class RecordingStream(module.SyncByteStream, module.AsyncByteStream):  # type: ignore[name-defined,misc]
+        def __init__(self, inner: Any, stream: Stream) -> None:
+            self._inner = inner
+            self._stream = stream
+
+        def finish(self) -> None:
+            self._stream.close()
+
+        def __iter__(self) -> Iterator[bytes]:
+            for chunk in self._inner:
+                self._stream.feed(chunk)
+                yield chunk
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            async for chunk in self._inner:
+                self._stream.feed(chunk)
+                yield chunk
+
+        def close(self) -> None:
+            try:
+                self._inner.close()
+            finally:
+                self._stream.close()
+
+        async def aclose(self) -> None:
+            try:
+                await self._inner.aclose()
+            finally:
+                self._stream.close()
+
+    found = _stream_classes[module.__name__] = (ReplayStream, RecordingStream)
+    return found
+
+
+def build_response(module: ModuleType, result: object, request: Any, *, pace: bool = False) -> Any:
+    """The ``module.Response`` a recorded result stands for: status, headers, the recorded bytes;
+    with ``pace``, a stream's events come at their recorded offsets."""
+    recorded = check_result(result)
+    headers = result_headers(recorded)
+    parts = chunks(recorded)
+    if is_stream(recorded):
+        stream = _classes(module)[0](parts, offsets_ns(recorded) if pace else None)
+        return module.Response(recorded["status"], headers=headers, stream=stream, request=request)
+    return module.Response(recorded["status"], headers=headers, content=b"".join(parts), request=request)
+
+
+def _recorded(module: ModuleType, exchange: Exchange, response: Any) -> Any | None:
+    """The live response with its stream wrapped while it is recorded, or None to read it whole."""
+    stream = exchange.stream(response.status_code, response.headers)
+    if stream is None:
+        return None
+    response.stream = _classes(module)[1](response.stream, stream)
+    return response
+
+
+def _sync_wrapper(module: ModuleType, original: Callable[..., Any]) -> Callable[..., Any]:
+    def handle_request(self: Any, request: Any) -> Any:
+        if _activation.settings() is None:
+            return original(self, request)
+        exchange = intercept(_request(request, request.read()))
+        if exchange is None:
+            return original(self, request)
+        if exchange.replaying:
+
+            def live() -> dict[str, Any]:
+                response = original(self, request)
+                return response_result(response.status_code, response.headers, response.read())
+
+            return build_response(module, exchange.answer(live), request, pace=exchange.pace)
+        exchange.begin()
+        try:
+            response = original(self, request)
+        except BaseException as exc:
+            exchange.fail(exc)
+            raise
+        exchange.sent()
+        streamed = _recorded(module, exchange, response)
+        if streamed is not None:
+            return streamed
+        try:
+            content = response.read()
+        except BaseException as exc:
+            exchange.fail(exc)
+            raise
+        exchange.finish(response.status_code, response.headers, content)
+        return _fresh(module, response, content, request)
+
+    handle_request.__wrapped__ = original  # type: ignore[attr-defined]
+    return handle_request
+
+
+def _async_wrapper(module: ModuleType, original: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    async def handle_async_request(self: Any, request: Any) -> Any:
+        if _activation.settings() is None:
+            return await original(self, request)
+        exchange = intercept(_request(request, await request.aread()))
+        if exchange is None:
+            return await original(self, request)
+        if exchange.replaying:
+
+            async def live() -> dict[str, Any]:
+                response = await original(self, request)
+                return response_result(response.status_code, response.headers, await response.aread())
+
+            return build_response(module, await exchange.answer_async(live), request, pace=exchange.pace)
+        exchange.begin()
+        try:
+            response = await original(self, request)
+        except BaseException as exc:
+            exchange.fail(exc)
+            raise
+        exchange.sent()
+        streamed = _recorded(module, exchange, response)
+        if streamed is not None:
+            return streamed
+        try:
+            content = await response.aread()
+        except BaseException as exc:
+            exchange.fail(exc)
+            raise
+        exchange.finish(response.status_code, response.headers, content)
+        return _fresh(module, response, content, request)
+
+    handle_async_request.__wrapped__ = original  # type: ignore[attr-defined]
+    return handle_async_request

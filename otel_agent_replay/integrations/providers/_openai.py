@@ -1,0 +1,51 @@
+"""OpenAI's API and every API that speaks its paths (Mistral, Groq, OpenRouter, a local vLLM …).
+
+One path serves many providers here, so who answered is read from the host the request went to;
+an unknown host (a local server, a gateway) keeps ``openai``, the protocol it speaks.
+"""
+
+from __future__ import annotations
+
+from otel_agent_replay.core import attributes as A
+
+from .._routes import HttpRoute
+from ._base import Provider
+
+OPENAI = Provider(
+    "openai",
+    (
+        HttpRoute("openai.chat.completions", "/chat/completions", "openai"),
+        HttpRoute("openai.responses", "/responses", "openai"),
+        HttpRoute("openai.completions", "/completions", "openai"),
+        HttpRoute("openai.embeddings", "/embeddings", "openai", A.OP_EMBEDDINGS),
+    ),
+)
+
+HOSTS: dict[str, str] = {
+    "api.openai.com": "openai",
+    "api.mistral.ai": "mistral_ai",
+    "api.groq.com": "groq",
+    "openrouter.ai": "openrouter",
+    "api.deepseek.com": "deepseek",
+    "api.together.xyz": "together_ai",
+    "api.fireworks.ai": "fireworks_ai",
+    "api.perplexity.ai": "perplexity",
+    "api.x.ai": "x_ai",
+    "generativelanguage.googleapis.com": "gcp.gemini",
+}
+"""Hosts that speak the OpenAI paths, and the provider each is (the conventions' names where they exist)."""
+
+
+def provider_for_host(route: HttpRoute, host: str) -> str:
+    """Who answered a request to ``host`` on ``route``: the host's provider for an OpenAI-compatible
+    route, else the route's own."""
+    if route.provider != OPENAI.name:
+        return route.provider
+    if host in HOSTS:
+        return HOSTS[host]
+    for known, provider in HOSTS.items():
+        if host.endswith("." + known):
+            return provider
+    if host.endswith(".openai.azure.com"):
+        return "azure.ai.openai"
+    return route.provider
