@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import Token
 from dataclasses import dataclass
@@ -58,6 +59,36 @@ from ._messages import Hints
 from ._options import Overrides, ReplayOptions
 from ._runs import select_runs
 from ._session import ReplaySession
+
+_LOADED: dict[str, tuple[tuple[int, int, int, int], Tape]] = {}
+"""Tapes this process loaded to replay, by path, with the file's identity when it was read."""
+_LOADED_LOCK = threading.Lock()
+_MAX_LOADED = 256
+
+
+def _load_once(path: Path) -> Tape:
+    """The tape at ``path``, parsed once per process while the file stays the same file with the same size
+    and modification time (a replay never changes a loaded ``Tape``, and a step's ``args`` and ``result``
+    are parsed anew at each use, so replays can share one). A rewrite, an append or a replaced file is
+    read again; a tape that loaded with warnings is not kept, so each replay warns again."""
+    name = os.fspath(path)
+    try:
+        info = os.stat(name)
+    except OSError:
+        return load_tape(name)  # its own error (not found, not a regular file) says what is wrong
+    identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    with _LOADED_LOCK:
+        known = _LOADED.get(name)
+    if known is not None and known[0] == identity:
+        return known[1]
+    tape = load_tape(name)
+    if not tape.warnings:
+        with _LOADED_LOCK:
+            _LOADED.pop(name, None)
+            if len(_LOADED) >= _MAX_LOADED:
+                del _LOADED[next(iter(_LOADED))]  # the oldest
+            _LOADED[name] = (identity, tape)
+    return tape
 
 
 def _recorded_at(run: Run) -> _dt.datetime | None:
@@ -265,7 +296,7 @@ class replay(Scope[ReplaySession, _Entered]):
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         assert path is not None
         try:
-            return load_tape(path)
+            return _load_once(path)
         except TapeNotFoundError as exc:
             hints = self.options.hints
             raise TapeNotFoundError(
