@@ -427,6 +427,17 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
                 RecordingWarning,
                 stacklevel=3,
             )
+        if rec.stats.changed_underneath:
+            aside = rec.stats.moved_aside
+            moved = f"; what another process left there was moved to {', '.join(aside)}" if aside else ""
+            warnings.warn(
+                f"{rec.path} was cut short or overwritten by another process while it was being recorded "
+                f"({rec.stats.changed_underneath} time(s)): {rec.stats.spans_lost} span(s) written before are no "
+                f"longer on it{moved}; every span written after that is on it. Record those runs again, and leave a "
+                "tape alone while it is being recorded",
+                RecordingWarning,
+                stacklevel=3,
+            )
         if rec.otlp is not None:
             _close_otlp(rec, rec.otlp)
 
