@@ -32,6 +32,7 @@ _log = logging.getLogger(__name__)
 _DROPPED = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 """Headers that no longer describe a body read and decoded here (the caller gets the decoded bytes)."""
 _DEFAULT_BUFSIZE = 2**16
+_PHRASES = {status.value: status.phrase for status in http.HTTPStatus}
 
 
 def patch() -> list[_activation.Restore]:
@@ -175,10 +176,7 @@ def _encoding(headers: Any) -> str | None:
 
 
 def _without(headers: Any, names: tuple[str, ...] | frozenset[str]) -> Any:
-    from multidict import CIMultiDict, CIMultiDictProxy
-
-    kept = CIMultiDict((k, v) for k, v in headers.items() if str(k).lower() not in names)
-    return CIMultiDictProxy(kept)
+    return _readers().headers((k, v) for k, v in headers.items() if str(k).lower() not in names)
 
 
 def _decode(content: bytes, encoding: str) -> bytes:
@@ -216,11 +214,15 @@ _SENT = SimpleNamespace(output_size=0)
 
 
 class _Readers(NamedTuple):
-    """aiohttp's ``StreamReader`` and the readers made from it here (classes made on first use)."""
+    """aiohttp's ``StreamReader`` and the readers made from it here, with the few other aiohttp types
+    a replayed response needs (made and looked up once, on first use)."""
 
     live: type
     replayed: type
     recording: type
+    headers: Callable[[Any], Any]
+    """Header pairs → the read-only, case-insensitive multidict aiohttp gives its responses."""
+    http11: Any
 
     def filled(self, limit: int, content: bytes) -> Any:
         """A reader that holds ``content`` and has ended."""
@@ -244,7 +246,12 @@ goes when its reader ends (EOF, an error, or its response released)."""
 def _readers() -> _Readers:
     if _made:
         return _made[0]
+    from aiohttp.http import HttpVersion11
     from aiohttp.streams import StreamReader
+    from multidict import CIMultiDict, CIMultiDictProxy
+
+    def headers(pairs: Any) -> Any:
+        return CIMultiDictProxy(CIMultiDict(pairs))
 
     class ReplayedReader(StreamReader):
         """aiohttp's reader, fed one recorded chunk each time a read would wait for the network."""
@@ -301,7 +308,7 @@ def _readers() -> _Readers:
             finally:
                 _stop_recording(self)
 
-    _made.append(_Readers(StreamReader, ReplayedReader, RecordingReader))
+    _made.append(_Readers(StreamReader, ReplayedReader, RecordingReader, headers, HttpVersion11))
     return _made[0]
 
 
@@ -339,8 +346,7 @@ def build_response(result: object, req: Any, *, pace: bool = False, bufsize: int
     """The ``ClientResponse`` a recorded result stands for, for the request aiohttp built: status,
     headers, the recorded bytes (a stream one recorded chunk per read, at its recorded offset with
     ``pace``); no connection behind it."""
-    from multidict import CIMultiDict, CIMultiDictProxy
-
+    made = _readers()
     recorded = check_result(result)
     headers = result_headers(recorded)
     parts = chunks(recorded)
@@ -357,18 +363,15 @@ def build_response(result: object, req: Any, *, pace: bool = False, bufsize: int
         kwargs["stream_writer"] = _SENT
     response = req.response_class(req.method, req.original_url, **kwargs)
     status = int(recorded["status"])
-    response.version = _http11()
+    response.version = made.http11
     response.status = status
-    try:
-        response.reason = http.HTTPStatus(status).phrase
-    except ValueError:
-        response.reason = ""
-    response._headers = CIMultiDictProxy(CIMultiDict(headers))
+    response.reason = _PHRASES.get(status, "")
+    response._headers = made.headers(headers)
     response._raw_headers = _raw(response._headers)
     if is_stream(recorded):
-        reader = _readers().replayed(parts, offsets_ns(recorded) if pace else None, bufsize)
+        reader = made.replayed(parts, offsets_ns(recorded) if pace else None, bufsize)
     else:
-        reader = _readers().filled(bufsize, b"".join(parts))
+        reader = made.filled(bufsize, b"".join(parts))
     response.content = reader
     response._closed = False
     reader.on_eof(response._response_eof)  # closed at the end of the body, as a live one is
@@ -388,9 +391,3 @@ def _takes_stream_writer(cls: type) -> bool:
     if known is None:
         known = _stream_writer_arg[cls] = "stream_writer" in inspect.signature(cls).parameters
     return known
-
-
-def _http11() -> Any:
-    from aiohttp.http import HttpVersion11
-
-    return HttpVersion11
