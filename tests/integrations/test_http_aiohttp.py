@@ -17,6 +17,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm would f
 
 import aiohttp
 import litellm
+import openai
 import orjson
 import pytest
 from helpers.model_server import fake_provider
@@ -24,6 +25,7 @@ from helpers.rawtape import raw_spans
 from helpers.rest_server import rest_api
 from helpers.stream_server import EVENTS, GZIPPED, LINES, stream_server
 from litellm.types.utils import ModelResponse
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from otel_agent_replay import agent_run, load_tape, record, replay
 from otel_agent_replay.core import SideEffectRefused
@@ -63,6 +65,8 @@ def test_patched_only_inside_a_block_and_the_original_comes_back(tape: Path) -> 
             live = _run(lambda: items(api.url))
         assert _original() is before and not patched()
         again = _run(lambda: items(api.url))  # after the block: sent, not recorded
+        with record(tape.with_name("off.jsonl"), http=False), agent_run("off"):
+            assert _original() is before
         assert len(api.requests) == 2
     assert again == live
     assert [s.tool for s in _steps(tape)] == [f"GET {api.authority}/items"]
@@ -107,6 +111,28 @@ def test_litellm_acompletion_over_aiohttp_replays_the_same_objects_with_the_prov
     spans = [s for s in raw_spans(tape) if s.attrs.get(A.KIND) == "llm"]
     assert [(s.name, s.attrs[A.FUNCTION]) for s in spans] == [("chat gpt-test", "openai.chat.completions")] * 2
     assert API_KEY.encode() not in tape.read_bytes()
+
+
+async def _ask_openai(url: str) -> tuple[ChatCompletion, list[ChatCompletionChunk]]:
+    async with openai.AsyncOpenAI(
+        base_url=url, api_key=API_KEY, max_retries=0, http_client=openai.DefaultAioHttpClient()
+    ) as client:
+        messages: Any = [{"role": "user", "content": "spell it"}]
+        whole = await client.chat.completions.create(model="gpt-test", messages=messages)
+        stream = await client.chat.completions.create(model="gpt-test", messages=messages, stream=True)
+        return whole, [chunk async for chunk in stream]
+
+
+def test_the_openai_sdk_on_its_aiohttp_client_replays_the_same_typed_objects(tape: Path) -> None:
+    with fake_provider() as fp:
+        with record(tape), agent_run("openai-aiohttp"):
+            live, live_chunks = _run(lambda: _ask_openai(fp.openai_url))
+        with replay(tape) as session:
+            again, chunks = _run(lambda: _ask_openai(fp.openai_url))
+        assert len(fp.requests) == 2
+    assert isinstance(again, ChatCompletion) and again == live
+    assert all(isinstance(c, ChatCompletionChunk) for c in chunks) and chunks == live_chunks and len(chunks) > 3
+    assert session.stats.hits == 2 and session.stats.live_model_calls == 0
 
 
 async def _catalogue(url: str) -> tuple[int, Any, str]:
@@ -183,7 +209,7 @@ def test_request_bodies_are_the_steps_arguments_and_replay_only_when_they_match(
 async def _read_streams(url: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     async with aiohttp.ClientSession() as session:
-        async with session.get(url + "/events") as response:
+        async with session.get(url + "/events?gap=0.03") as response:
             out["sse"] = [chunk async for chunk in response.content.iter_any()]
             out["sse_head"] = (response.status, response.headers["content-type"], response.ok)
         async with session.get(url + "/lines") as response:
