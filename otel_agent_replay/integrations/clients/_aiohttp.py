@@ -43,7 +43,7 @@ def patch() -> list[_activation.Restore]:
         return []
     session_cls = client.ClientSession
     original = session_cls.__dict__["_request"]
-    if "middlewares" not in inspect.signature(session_cls.__init__).parameters:
+    if not _accepts(session_cls, "middlewares"):
         _log.warning(
             "aiohttp %s has no client middlewares: its requests are not recorded or answered from the tape "
             "(the socket guard still sees them); install aiohttp 3.12 or later",
@@ -59,6 +59,16 @@ def patch() -> list[_activation.Restore]:
 
 
 _activation.register_client(patch)
+_accepted: dict[tuple[type, str], bool] = {}
+
+
+def _accepts(cls: type, argument: str) -> bool:
+    """Whether this aiohttp's ``cls`` takes ``argument`` (asked once): ``ClientSession`` its
+    ``middlewares`` (3.12+), ``ClientResponse`` the ``stream_writer`` 3.14 made required."""
+    known = _accepted.get((cls, argument))
+    if known is None:
+        known = _accepted[(cls, argument)] = argument in inspect.signature(cls).parameters
+    return known
 
 
 def _wrapper(original: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
@@ -359,7 +369,7 @@ def build_response(result: object, req: Any, *, pace: bool = False, bufsize: int
         "loop": req.loop,
         "session": getattr(req, "_session", None),
     }
-    if _takes_stream_writer(req.response_class):
+    if _accepts(req.response_class, "stream_writer"):
         kwargs["stream_writer"] = _SENT
     response = req.response_class(req.method, req.original_url, **kwargs)
     status = int(recorded["status"])
@@ -380,14 +390,3 @@ def build_response(result: object, req: Any, *, pace: bool = False, bufsize: int
 
 def _raw(headers: Any) -> tuple[tuple[bytes, bytes], ...]:
     return tuple((str(k).encode("latin-1", "replace"), str(v).encode("latin-1", "replace")) for k, v in headers.items())
-
-
-_stream_writer_arg: dict[type, bool] = {}
-
-
-def _takes_stream_writer(cls: type) -> bool:
-    """aiohttp 3.14 added a required ``stream_writer`` to ``ClientResponse``; earlier ones refuse it."""
-    known = _stream_writer_arg.get(cls)
-    if known is None:
-        known = _stream_writer_arg[cls] = "stream_writer" in inspect.signature(cls).parameters
-    return known
