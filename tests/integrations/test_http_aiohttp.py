@@ -206,9 +206,22 @@ def test_request_bodies_are_the_steps_arguments_and_replay_only_when_they_match(
     assert sent[3] == b"name=desk&colour=oak"
 
 
+def _connection_counter() -> tuple[aiohttp.TraceConfig, list[str]]:
+    """aiohttp's own tracing: one entry each time the session starts opening a connection."""
+    opened: list[str] = []
+
+    async def on_start(session: Any, context: Any, params: Any) -> None:
+        opened.append("connection")
+
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_create_start.append(on_start)
+    return trace, opened
+
+
 async def _read_streams(url: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    async with aiohttp.ClientSession() as session:
+    trace, out["connections"] = _connection_counter()
+    async with aiohttp.ClientSession(trace_configs=[trace]) as session:
         async with session.get(url + "/events?gap=0.03") as response:
             out["sse"] = [chunk async for chunk in response.content.iter_any()]
             out["sse_head"] = (response.status, response.headers["content-type"], response.ok)
@@ -241,6 +254,7 @@ def test_streams_replay_byte_for_byte_one_recorded_chunk_at_a_time(tape: Path) -
     assert again["text"] == live["text"] == "".join(LINES)
     assert again["sse_head"] == live["sse_head"] == (200, "text/event-stream; charset=utf-8", True)
     assert session.stats.hits == 5
+    assert len(live["connections"]) == 5 and again["connections"] == []  # the replay opened no connection
     spans = [s for s in raw_spans(tape) if s.attrs.get(A.KIND) == "http"]
     results = [orjson.loads(s.attrs[A.GEN_AI_TOOL_CALL_RESULT]) for s in spans]
     assert [r.get("framing", "sse") for r in results] == ["sse", "ndjson", "ndjson", "sse", "ndjson"]
