@@ -10,10 +10,14 @@ from __future__ import annotations
 from ._anthropic import ANTHROPIC
 from ._base import Provider
 from ._bedrock import BEDROCK
+from ._cohere import COHERE
+from ._gemini import GEMINI
+from ._ollama import OLLAMA
 from ._openai import OPENAI, provider_for_host
 
-PROVIDERS: tuple[Provider, ...] = (ANTHROPIC, BEDROCK, OPENAI)
-"""Every built-in provider; their routes are matched in this order."""
+PROVIDERS: tuple[Provider, ...] = (ANTHROPIC, BEDROCK, GEMINI, OLLAMA, COHERE, OPENAI)
+"""Every built-in provider; their routes are matched in this order. OpenAI's path ends are the most
+general (``/embeddings`` also ends Ollama's ``/api/embeddings``), so they come last."""
 
 DEFAULT_ROUTES = tuple(route for provider in PROVIDERS for route in provider.routes)
 """The routes recorded by default."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .._routes import HttpRoute
 
@@ -13,3 +15,13 @@ class Provider:
 
     name: str
     routes: tuple[HttpRoute, ...]
+
+
+def always(_args: Mapping[str, Any]) -> bool:
+    """The ``streams`` rule of a route that always streams (the stream is in its path)."""
+    return True
+
+
+def never(_args: Mapping[str, Any]) -> bool:
+    """The ``streams`` rule of a route that never streams (embeddings)."""
+    return False
