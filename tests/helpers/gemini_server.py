@@ -16,6 +16,7 @@ from typing import Any
 from helpers.fake_api import FakeApi, Reply, Seen, json_reply, serve_api, words
 
 _PATH = re.compile(r"/v1(?:beta|alpha)?/models/(?P<model>[^/:]+):(?P<method>\w+)$")
+_MODELS = re.compile(r"/v1(?:beta|alpha)?/models$")
 USAGE = {"promptTokenCount": 8, "candidatesTokenCount": 5, "totalTokenCount": 13}
 
 
@@ -40,6 +41,8 @@ def _chunk(model: str, text: str, last: bool) -> dict[str, Any]:
 
 
 def _answer(seen: Seen) -> Reply:
+    if seen.method == "GET" and _MODELS.search(seen.path):
+        return json_reply(200, {"models": [{"name": "models/gemini-test", "displayName": "Gemini Test"}]})
     found = _PATH.search(seen.path)
     if found is None or seen.method != "POST":
         return json_reply(404, {"error": {"code": 404, "message": f"no route {seen.path}", "status": "NOT_FOUND"}})

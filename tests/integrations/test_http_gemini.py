@@ -213,3 +213,24 @@ def test_the_api_key_in_a_header_or_in_the_url_never_reaches_the_tape(tape: Path
     spans = _model_spans(tape)
     assert [s.attrs["agent_replay.function"] for s in spans] == ["gemini.generate_content"] * 2
     assert set(orjson.loads(spans[1].attrs[A.MODEL_ARGUMENTS])) == {"contents", "model"}
+
+
+def test_a_key_in_the_query_of_any_other_request_is_not_recorded(tape: Path) -> None:
+    """A request no model route matches (listing the models) is an HTTP step whose arguments are its
+    query: ``key`` (and the signature parameters of presigned URLs) keep their name, never their
+    value, so a replay with another key is still served."""
+    url = "{}/v1beta/models?key={}&pageSize=5"
+    with fake_gemini() as api:
+        with record(tape), agent_run("list"):
+            live = httpx.get(url.format(api.url, API_KEY))
+        assert api.requests[0].query == f"key={API_KEY}&pageSize=5"
+        with replay(tape) as session, agent_run("list"):
+            replayed = httpx.get(url.format(api.url, "AIzaSyAnotherKeyAltogether000000000000"))
+        assert len(api.requests) == 1
+    assert replayed.json() == live.json() and session.stats.hits == 1
+    data = tape.read_bytes()
+    assert API_KEY.encode() not in data and API_KEY[6:24].encode() not in data
+    (step,) = [s for s in raw_spans(tape) if s.attrs.get(A.KIND) == "http"]
+    assert step.attrs[A.GEN_AI_TOOL_NAME] == "GET " + api.url.removeprefix("http://") + "/v1beta/models"
+    query = orjson.loads(step.attrs[A.GEN_AI_TOOL_CALL_ARGUMENTS])["query"]
+    assert query == {"key": "[REDACTED]", "pageSize": "5"}
