@@ -2,7 +2,8 @@
 generativelanguage.googleapis.com: camelCase JSON, and server-sent events (``data: …`` and a
 ``\\r\\n\\r\\n`` separator) for ``:streamGenerateContent?alt=sse``.
 
-The answer echoes the last user text (``You said: …``), so a changed prompt changes it.
+The answer echoes the last user text (``You said: …``), so a changed prompt changes it; the model
+``rate-limited`` gets Gemini's 429 error body.
 """
 
 from __future__ import annotations
@@ -48,6 +49,13 @@ def _answer(seen: Seen) -> Reply:
         return json_reply(404, {"error": {"code": 404, "message": f"no route {seen.path}", "status": "NOT_FOUND"}})
     model, method = found.group("model"), found.group("method")
     body = seen.body or {}
+    if model == "rate-limited":
+        error = {
+            "code": 429,
+            "message": "Resource has been exhausted (e.g. check quota).",
+            "status": "RESOURCE_EXHAUSTED",
+        }
+        return json_reply(429, {"error": error})
     if method == "generateContent":
         text = json.dumps(_chunk(model, f"You said: {_user_text(body)}", last=True), indent=2) + "\n"
         return Reply(200, "application/json; charset=UTF-8", [text.encode()])  # indented, as Google writes it

@@ -13,12 +13,13 @@ from typing import Any
 
 import cohere
 import orjson
+import pytest
 from cohere.v2.types import V2ChatResponse
 from helpers.cohere_server import CHAT_ID, fake_cohere
 from helpers.fake_api import FakeApi
 from helpers.rawtape import RawSpan, raw_spans
 
-from otel_agent_replay import agent_run, record, replay
+from otel_agent_replay import TapeDrift, agent_run, record, replay
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.replayer import ReplaySession
 
@@ -153,3 +154,15 @@ def test_async_chat_replays_offline(tape: Path) -> None:
         assert len(api.requests) == 1
     _sealed(session, 1)
     assert replayed == live
+
+
+def test_a_changed_message_is_drift_naming_the_field_not_a_retry(tape: Path) -> None:
+    changed = [MESSAGES[0], {"role": "user", "content": "Weather in Rome?"}]
+    with fake_cohere() as api:
+        with record(tape), agent_run("drift"):
+            _client(api).chat(model=MODEL, messages=MESSAGES)
+        with pytest.raises(TapeDrift) as info, replay(tape) as session, agent_run("drift"):
+            _client(api).chat(model=MODEL, messages=changed)
+        assert len(api.requests) == 1
+    assert "messages[1].content" in str(info.value)
+    assert session.stats.drifts == 1 and session.stats.misses == 0

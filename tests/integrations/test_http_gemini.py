@@ -14,13 +14,14 @@ from typing import Any
 import httpx
 import httpx2
 import orjson
+import pytest
 from google import genai
-from google.genai import types
+from google.genai import errors, types
 from helpers.fake_api import FakeApi
 from helpers.gemini_server import fake_gemini
 from helpers.rawtape import RawSpan, raw_spans
 
-from otel_agent_replay import agent_run, record, replay
+from otel_agent_replay import TapeDrift, agent_run, record, replay
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.replayer import ReplaySession
 
@@ -234,3 +235,31 @@ def test_a_key_in_the_query_of_any_other_request_is_not_recorded(tape: Path) -> 
     assert step.attrs[A.GEN_AI_TOOL_NAME] == "GET " + api.url.removeprefix("http://") + "/v1beta/models"
     query = orjson.loads(step.attrs[A.GEN_AI_TOOL_CALL_ARGUMENTS])["query"]
     assert query == {"key": "[REDACTED]", "pageSize": "5"}
+
+
+def test_a_changed_prompt_is_drift_naming_the_field(tape: Path) -> None:
+    with fake_gemini() as api:
+        client = _client(api)
+        with record(tape), agent_run("drift"):
+            client.models.generate_content(model=MODEL, contents="Weather in Paris?")
+        with pytest.raises(TapeDrift) as info, replay(tape) as session, agent_run("drift"):
+            client.models.generate_content(model=MODEL, contents="Weather in Rome?")
+        assert len(api.requests) == 1
+    assert "contents[0].parts[0].text" in str(info.value)
+    assert "Weather in Paris?" in str(info.value) and "Weather in Rome?" in str(info.value)
+    assert session.stats.drifts == 1
+
+
+def test_a_recorded_429_replays_as_the_sdk_error(tape: Path) -> None:
+    with fake_gemini() as api:
+        client = _client(api)
+        with record(tape), agent_run("limited"), pytest.raises(errors.ClientError):
+            client.models.generate_content(model="rate-limited", contents="Hi")
+        with replay(tape) as session, agent_run("limited"), pytest.raises(errors.ClientError) as info:
+            client.models.generate_content(model="rate-limited", contents="Hi")
+        assert len(api.requests) == 1
+    assert info.value.code == 429 and info.value.status == "RESOURCE_EXHAUSTED"
+    _sealed(session, 1)
+    (span,) = _model_spans(tape)
+    assert orjson.loads(span.attrs[A.MODEL_RESULT])["status"] == 429
+    assert span.name == "chat rate-limited"
