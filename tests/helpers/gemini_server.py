@@ -16,7 +16,7 @@ from typing import Any
 
 from helpers.fake_api import FakeApi, Reply, Seen, json_reply, serve_api, words
 
-_PATH = re.compile(r"/v1(?:beta|alpha)?/models/(?P<model>[^/:]+):(?P<method>\w+)$")
+_PATH = re.compile(r"/models/(?P<model>[^/:]+):(?P<method>\w+)$")
 _MODELS = re.compile(r"/v1(?:beta|alpha)?/models$")
 USAGE = {"promptTokenCount": 8, "candidatesTokenCount": 5, "totalTokenCount": 13}
 

@@ -17,6 +17,7 @@ import orjson
 import pytest
 from google import genai
 from google.genai import errors, types
+from google.oauth2.credentials import Credentials
 from helpers.fake_api import FakeApi
 from helpers.gemini_server import fake_gemini
 from helpers.rawtape import RawSpan, raw_spans
@@ -263,3 +264,39 @@ def test_a_recorded_429_replays_as_the_sdk_error(tape: Path) -> None:
     (span,) = _model_spans(tape)
     assert orjson.loads(span.attrs[A.MODEL_RESULT])["status"] == 429
     assert span.name == "chat rate-limited"
+
+
+def test_vertex_ai_is_recorded_under_its_own_provider_name(tape: Path) -> None:
+    """google-genai on Vertex AI (``vertexai=True``) speaks the same paths on a regional
+    ``…-aiplatform.googleapis.com`` host: the route is Gemini's, the provider ``gcp.vertex_ai``. The
+    client goes through a forward proxy on 127.0.0.1 (the fake answers the proxied request), so the
+    host is the real one; the bearer token never reaches the tape."""
+    token = "ya29.fake-Secret-token-0123456789"
+
+    def client(api: FakeApi) -> genai.Client:
+        options = types.HttpOptions(
+            base_url="http://us-central1-aiplatform.googleapis.com/", client_args={"proxy": api.url}
+        )
+        credentials = Credentials(token=token)
+        return genai.Client(
+            vertexai=True, project="proj", location="us-central1", credentials=credentials, http_options=options
+        )
+
+    with fake_gemini() as api:
+        made = client(api)
+        with record(tape), agent_run("vertex"):
+            live = made.models.generate_content(model=MODEL, contents="Hello Vertex")
+        assert api.paths[0].startswith("http://us-central1-aiplatform.googleapis.com/")  # proxied
+        assert api.paths[0].endswith(f"/publishers/google/models/{MODEL}:generateContent")
+        made = client(api)
+        with replay(tape) as session, agent_run("vertex"):
+            replayed = made.models.generate_content(model=MODEL, contents="Hello Vertex")
+        assert len(api.requests) == 1
+    _sealed(session, 1)
+    assert replayed.text == live.text == "You said: Hello Vertex"
+    (span,) = _model_spans(tape)
+    assert span.name == f"chat {MODEL}"
+    assert span.attrs["agent_replay.function"] == "gemini.generate_content"
+    assert span.attrs[A.GEN_AI_PROVIDER_NAME] == "gcp.vertex_ai"
+    assert (span.attrs[A.GEN_AI_USAGE_INPUT_TOKENS], span.attrs[A.GEN_AI_USAGE_OUTPUT_TOKENS]) == (8, 5)
+    assert token.encode() not in tape.read_bytes()

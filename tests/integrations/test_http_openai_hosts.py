@@ -17,6 +17,7 @@ from otel_agent_replay.core import attributes as A
 from otel_agent_replay.integrations import HttpRoute
 from otel_agent_replay.integrations.providers import DEFAULT_ROUTES, PROVIDERS, provider_for_host
 from otel_agent_replay.integrations.providers._openai import HOSTS
+from otel_agent_replay.integrations.providers._openai import by_host as openai_by_host
 
 WELL_KNOWN = frozenset(v.value for v in GenAiProviderNameValues)
 """The conventions' names (from opentelemetry-semantic-conventions, not typed in here)."""
@@ -51,11 +52,30 @@ def test_a_route_of_another_provider_keeps_its_own_name_whatever_the_host() -> N
     assert provider_for_host(by_name["anthropic.messages"], "api.groq.com") == "anthropic"
     assert provider_for_host(by_name["gemini.generate_content"], "api.openai.com") == "gcp.gemini"
     assert provider_for_host(by_name["cohere.chat"], "openrouter.ai") == "cohere"
+    assert provider_for_host(by_name["ollama.chat"], "api.mistral.ai") == "ollama"
+
+
+@pytest.mark.parametrize(
+    ("host", "provider"),
+    [
+        ("generativelanguage.googleapis.com", "gcp.gemini"),
+        ("aiplatform.googleapis.com", "gcp.vertex_ai"),
+        ("us-central1-aiplatform.googleapis.com", "gcp.vertex_ai"),
+        ("europe-west4-aiplatform.googleapis.com", "gcp.vertex_ai"),
+        ("aiplatform.googleapis.com.example.com", "gcp.gemini"),
+        ("127.0.0.1", "gcp.gemini"),
+    ],
+)
+def test_gemini_paths_on_a_vertex_ai_host_are_vertex_ai(host: str, provider: str) -> None:
+    by_name = {route.name: route for route in DEFAULT_ROUTES}
+    for name in ("gemini.generate_content", "gemini.stream_generate_content", "gemini.batch_embed_contents"):
+        assert provider_for_host(by_name[name], host) == provider
 
 
 def test_every_provider_name_is_the_conventions_name_where_there_is_one() -> None:
     names = {provider.name for provider in PROVIDERS} | {route.provider for route in DEFAULT_ROUTES}
-    names |= set(HOSTS.values()) | {provider_for_host(CHAT, "x.openai.azure.com")}
+    names |= set(HOSTS.values()) | {openai_by_host("x.openai.azure.com")}
+    names |= {provider_for_host(route, "us-central1-aiplatform.googleapis.com") for route in DEFAULT_ROUTES}
     assert names - NO_CONVENTION_NAME <= WELL_KNOWN, sorted(names - NO_CONVENTION_NAME - WELL_KNOWN)
     assert not NO_CONVENTION_NAME & WELL_KNOWN  # none of these has been given a conventions' name since
 

@@ -8,7 +8,8 @@ travels in the URL) and the headers (``x-goog-api-key``) are never recorded.
 
 What a response says sits under camelCase names: ``usageMetadata.promptTokenCount`` /
 ``candidatesTokenCount``, ``candidates[].finishReason``, ``responseId``, ``modelVersion``; a stream's
-last event carries the final usage and finish reason.
+last event carries the final usage and finish reason. Vertex AI speaks the same paths: on its hosts
+the provider is ``gcp.vertex_ai``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,16 @@ from .._routes import HttpRoute
 from ._base import Provider, always, never
 
 NAME = "gcp.gemini"
+VERTEX = "gcp.vertex_ai"
+_VERTEX_HOST = "aiplatform.googleapis.com"
+
+
+def by_host(host: str) -> str | None:
+    """Vertex AI serves the same paths (``…/publishers/google/models/{model}:generateContent``) on
+    ``aiplatform.googleapis.com`` and its regional hosts (``us-central1-aiplatform.googleapis.com``)."""
+    if host == _VERTEX_HOST or host.endswith(("-" + _VERTEX_HOST, "." + _VERTEX_HOST)):
+        return VERTEX
+    return None
 
 
 def read(facts: Facts, obj: Mapping[str, Any]) -> None:
@@ -56,4 +67,5 @@ GEMINI = Provider(
             streams=never,
         ),
     ),
+    by_host,
 )
