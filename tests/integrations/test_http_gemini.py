@@ -300,3 +300,32 @@ def test_vertex_ai_is_recorded_under_its_own_provider_name(tape: Path) -> None:
     assert span.attrs[A.GEN_AI_PROVIDER_NAME] == "gcp.vertex_ai"
     assert (span.attrs[A.GEN_AI_USAGE_INPUT_TOKENS], span.attrs[A.GEN_AI_USAGE_OUTPUT_TOKENS]) == (8, 5)
     assert token.encode() not in tape.read_bytes()
+
+
+def test_async_client_over_aiohttp_replays_strictly_with_the_server_up(tape: Path) -> None:
+    """``client.aio`` as a user gets it: with aiohttp installed (the dev extra has it) google-genai sends
+    through an ``aiohttp.ClientSession`` of its own, which needs the aiohttp capture point."""
+
+    async def record_it(api: FakeApi) -> tuple[str, str]:
+        made = _client(api)
+        assert made._api_client._use_aiohttp()  # the path under test, not httpx's
+        with record(tape), agent_run("aiohttp"):
+            return await _ask_async(made)
+
+    async def replay_it(api: FakeApi) -> tuple[tuple[str, str], ReplaySession]:
+        made = _client(api)
+        with replay(tape) as session:
+            return await _ask_async(made), session
+
+    with fake_gemini() as api:
+        live = asyncio.run(record_it(api))
+        assert len(api.requests) == 2
+        replayed, session = asyncio.run(replay_it(api))
+        assert len(api.requests) == 2
+    _sealed(session, 2)
+    assert replayed == live == ("You said: Async hello", "You said: Async stream")
+    spans = _model_spans(tape)
+    assert [s.attrs["agent_replay.function"] for s in spans] == [
+        "gemini.generate_content",
+        "gemini.stream_generate_content",
+    ]
