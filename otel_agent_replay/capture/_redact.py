@@ -66,6 +66,8 @@ import orjson
 from otel_agent_replay.core import ConfigurationError, RecordingWarning
 
 from ._canonical import JSONValue, to_jsonable
+from ._entropy import is_identifier_key
+from ._layers import may_hold_json
 from ._redact_rules import (
     PATTERN_NAMES,
     PII_NAMES,
@@ -74,6 +76,7 @@ from ._redact_rules import (
     pattern_placeholder,
 )
 from ._scan import fields_hit, scan_text
+from ._stream import assemble, sse_data, sse_text
 
 __all__ = [
     "DEFAULT_REDACTOR",
@@ -213,6 +216,8 @@ class Redactor:
         if self.patterns or self.processors or self.pii:
             return True
         compiled = self._compiled
+        if compiled.defaults and may_hold_json(json_text):  # the three layers' gate (_layers)
+            return True
         if any(guard in json_text and gate.search(json_text) is not None for guard, gate in compiled.prefilters):
             return True
         if ("$" in json_text and '"$bytes"' in json_text) or fields_hit(self._compiled, json_text):
@@ -351,6 +356,9 @@ class Redactor:
                     continue
             if key == "$bytes" and type(item) is str:
                 out[key] = self._bytes(item, depth)
+            elif type(item) is str and type(key) is str and is_identifier_key(key):
+                # an identifier the agent needs back: every layer but the high-entropy one
+                out[key] = scan_text(self._compiled, item, self.pii, entropy=False)
             else:
                 out[key] = self._walk(item, depth + 1)
         if "value" in value or "Value" in value:
@@ -390,7 +398,12 @@ class Redactor:
                     append([name, None if item[1] is None else KEY_PLACEHOLDER])
                     continue
             append(self._walk(item, depth + 1))
+        if len(out) > 1 and self._compiled.defaults:
+            assemble(out, self._scan_whole)  # a stream: its chunks read as one text
         return out
+
+    def _scan_whole(self, text: str) -> str:
+        return scan_text(self._compiled, text, self.pii)
 
     def _string(self, text: str, depth: int) -> JSONValue:
         if (
@@ -409,7 +422,19 @@ class Redactor:
                 if redacted == parsed:
                     return text
                 return orjson.dumps(redacted).decode("utf-8")
+        if text.startswith(("data:", "event:", "id:")) and depth <= _MAX_DEPTH:
+            event = sse_data(text)  # an event stream's event: its JSON data is redacted as data
+            if event is not None:
+                lines, index, data = event
+                redacted = self._walk(data, depth + 1)
+                if redacted == data:
+                    return scan_text(self._compiled, text, self.pii) if self._sse_rest(lines, index) else text
+                return sse_text(lines, index, redacted)
         return scan_text(self._compiled, text, self.pii)
+
+    def _sse_rest(self, lines: list[str], index: int) -> bool:
+        """Whether the lines of an event other than its data may hold something (event names, ids)."""
+        return any(n != index and line for n, line in enumerate(lines))
 
 
 DEFAULT_REDACTOR: Final = Redactor()
