@@ -73,7 +73,7 @@ def is_credential_name(name: str, in_url: bool = False) -> bool:
 
 def _empty(value: str, name: str) -> bool:
     stripped = value.strip()
-    if stripped.lower() in _EMPTY or "[REDACTED" in stripped or stripped.startswith(("${", "{{", "<", "*")):
+    if stripped.lower() in _EMPTY or "[REDACTED" in stripped or stripped.startswith(("${", "{{", "<", "*", "[")):
         return True
     if stripped.isdigit() and len(stripped) <= 6:
         return not any(word in name.lower() for word in _PASSWORDISH)  # "token: 5" is a count

@@ -57,6 +57,7 @@ import enum
 import logging
 import re
 import warnings
+from collections import Counter
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Final, TypeAlias
@@ -66,6 +67,7 @@ import orjson
 from otel_agent_replay.core import ConfigurationError, RecordingWarning
 
 from ._canonical import JSONValue, to_jsonable
+from ._context import is_credential_name
 from ._entropy import is_identifier_key
 from ._layers import may_hold_json
 from ._redact_rules import (
@@ -97,6 +99,7 @@ KEY_PLACEHOLDER: Final = "[REDACTED]"
 """What the value of a secret key (or secret header) becomes."""
 
 _MAX_DEPTH: Final = 100
+_PLACEHOLDERS: Final = re.compile(r"\[REDACTED(?::([A-Za-z0-9_]+))?\]")
 _KEY_CACHE_SIZE: Final = 8192
 
 
@@ -196,6 +199,31 @@ class Redactor:
                 _processor_failed(processor, exc)
                 return pattern_placeholder("processor_error")
         return data
+
+    def secret_kinds(self, value: JSONValue) -> tuple[str, ...]:
+        """The kinds of secret redaction would remove from ``value`` (``"github_token"``, ``"credential"``,
+        ``"high_entropy"``, ``"secret_key"`` for a value under a secret key ...), sorted; empty when clean.
+
+        For reports (``check``): they can say what was found and where without ever printing it.
+        """
+        redacted = self(value)
+        if redacted == value:
+            return ()
+        before = Counter(_PLACEHOLDERS.findall(orjson.dumps(value).decode("utf-8")))
+        after = Counter(_PLACEHOLDERS.findall(orjson.dumps(redacted).decode("utf-8")))
+        kinds = {"secret_key" if kind == "" else kind for kind in (after - before)}
+        return tuple(sorted(kinds)) or ("secret",)
+
+    def redact_header(self, name: str, value: str) -> str:
+        """One HTTP header's value as it may be recorded (a public entry point for HTTP capture).
+
+        The whole value becomes ``"[REDACTED]"`` when the name is a secret key or names a credential
+        (``Authorization``, ``Cookie``, ``x-goog-api-key``, ``X-Amz-Security-Token``, ``X-Vault-Token``,
+        ``X-Hub-Signature-256`` ...); any other value has every secret in it redacted like a string.
+        """
+        if self.is_secret_key(name) or (self.defaults and is_credential_name(name)):
+            return KEY_PLACEHOLDER
+        return self.redact_text(value)
 
     def redact_text(self, text: str) -> str:
         """Apply the value patterns (only) to one string; returns ``text`` itself if clean."""

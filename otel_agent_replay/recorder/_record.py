@@ -49,7 +49,7 @@ from otel_agent_replay.integrations import HttpActivation, HttpRoute, activate
 from otel_agent_replay.store import Store, open_store
 from otel_agent_replay.tape import Tape, load_tape
 
-from ._foreign import ResourceRedaction, is_ours, redacted_span
+from ._foreign import ResourceRedaction, is_ours, is_run_span, redacted_span
 
 StoreOption = Union[Store, str, "os.PathLike[str]", None]
 """``record(store=...)``: a ``Store``, a SQLite path or a ``postgresql://`` URL, or None."""
@@ -167,7 +167,8 @@ class Recording:
         The application's own spans are redacted first (the SDK's are redacted as they are made),
         then every span's resource (once per resource object; a clean one costs nothing more).
         """
-        if not is_ours(span):
+        if not is_ours(span) or is_run_span(span):
+            # the run span too: the application may have set attributes on it (redaction is idempotent)
             span = redacted_span(span, self.capture.redactor)
         span = self._resource(span)
         self.exporter.export((span,))
