@@ -53,11 +53,17 @@ def _urlsafe(n: int) -> str:
 
 @dataclass(frozen=True)
 class Sample:
-    """One secret in the text that carries it: ``text`` holds ``secret``; ``kind`` says which layer should see it."""
+    """One secret in the text that carries it: ``text`` holds ``secret`` (or its encoded forms, ``also``)."""
 
     name: str
     text: str
     secret: str
+    also: tuple[str, ...] = ()
+    """Encoded forms of the secret as ``text`` spells them: none of them may reach a tape either."""
+
+    def forms(self) -> tuple[str, ...]:
+        """Every spelling of the secret that must not be recorded."""
+        return (self.secret, *self.also)
 
 
 def _s(name: str, secret: str, template: str = "{}") -> Sample:
@@ -203,19 +209,17 @@ def _decoded_samples() -> list[Sample]:
     token3 = "sk-" + "proj-" + _alnum(48)
     pw1 = "maple-" + _alnum(12)
     pw2 = "birch-" + _alnum(12)
+    pw3 = "larch-" + _alnum(10)
     pem = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC" + _b64(64)
     blob = base64.b64encode(json.dumps({"type": "service", "access_token": pw1}).encode()).decode()
     blob2 = base64.urlsafe_b64encode(json.dumps({"key": token}).encode()).decode().rstrip("=")
+    pem_text = urllib.parse.quote("-----BEGIN PRIVATE KEY-----\n" + pem + "\n-----END PRIVATE KEY-----")
     return [
-        Sample("base64_json", f"state={blob}", pw1),
-        Sample("base64url_json", f"cursor {blob2}", token),
-        Sample(
-            "url_encoded_pem",
-            "key=" + urllib.parse.quote("-----BEGIN PRIVATE KEY-----\n" + pem + "\n-----END PRIVATE KEY-----"),
-            pem,
-        ),
+        Sample("base64_json", f"state={blob}", pw1, (blob,)),
+        Sample("base64url_json", f"cursor {blob2}", token, (blob2,)),
+        Sample("url_encoded_pem", "key=" + pem_text, pem, (urllib.parse.quote(pem[:40]),)),
         Sample("url_encoded_param", "redirect=" + urllib.parse.quote(f"/cb?access_token={pw2}&x=1", safe=""), pw2),
-        Sample("html_json", html.escape(json.dumps({"password": "larch-" + "Qx81Zt"})), "larch-" + "Qx81Zt"),
+        Sample("html_json", html.escape(json.dumps({"password": pw3})), pw3),
         Sample("html_token", html.escape(f"<b>{token2}</b>"), token2),
         Sample("url_encoded_token", urllib.parse.quote(f"key: {token3}"), token3),
     ]
@@ -252,3 +256,16 @@ IDENTIFIERS: list[str] = [
     "01J" + _pick("0123456789ABCDEFGHJKMNPQRSTVWXYZ", 23),
 ]
 """Values an agent needs back unchanged: UUIDs, digests, order and customer ids, thumbnails."""
+
+
+def _issue_9_samples() -> list[Sample]:
+    from .secrets import FIELD_SAMPLES, PATTERN_SAMPLES
+
+    return [
+        Sample(f"issue9_{n}_{kind}", text, secret)
+        for n, (kind, text, secret) in enumerate(PATTERN_SAMPLES + FIELD_SAMPLES)
+    ]
+
+
+ALL_SAMPLES: list[Sample] = [*CORPUS, *_issue_9_samples()]
+"""The new corpus and issue 9's samples (the shapes the project's own patterns name): the whole test corpus."""
