@@ -49,7 +49,10 @@ _ASSIGN = re.compile(
 _LINE_VALUE = re.compile(r"""[ \t]*:[ \t]*(?P<line>[^\s'"][^\r\n'"]*)""")
 _SPACED = re.compile(r"""[ \t]+(?P<word>[^\s'"]+)""")
 _XML_VALUE = re.compile(r"""(?:\s[^<>]*)?>(?P<xml>[^<]+)</""")
-_PGPASS = re.compile(r"^[^:\s#]+:(?:[0-9]{1,5}|\*):[^:\s]+:[^:\s]+:(?P<pgpass>\S+)$", re.MULTILINE)
+_PGPASS = re.compile(
+    r"(?:^|(?<=[\s\"'=]))[^:\s#\"']+:(?:[0-9]{1,5}|\*):[^:\s]+:[^:\s]+:(?P<pgpass>[^\s\"']+)(?=$|[\s\"'])",
+    re.MULTILINE,
+)
 _PGPASS_HINT = re.compile(r":(?:[0-9]{1,5}|\*):")
 _USER_OPTION = re.compile(r"""(?:--user|(?<!\S)-u)(?:[ \t]+|=)['"]?[^\s:'"]+:(?P<upass>[^\s'"]+)""")
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -141,7 +144,7 @@ def context_spans(text: str, lowered: str | None = None) -> list[tuple[int, int]
                     spans.append(span)
             at = lowered.find(word, max(at + 1, end))
     if ":" in text and _PGPASS_HINT.search(text):
-        spans.extend(match.span("pgpass") for match in _PGPASS.finditer(text))
+        spans.extend(match.span("pgpass") for match in _PGPASS.finditer(text) if "[REDACTED" not in match.group())
     if "-u" in text:
-        spans.extend(match.span("upass") for match in _USER_OPTION.finditer(text))
+        spans.extend(match.span("upass") for match in _USER_OPTION.finditer(text) if "[REDACTED" not in match.group())
     return spans

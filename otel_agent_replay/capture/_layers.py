@@ -46,6 +46,7 @@ ENTROPY: Final = "high_entropy"
 ENCODED: Final = "encoded_secret"
 LAYER_NAMES: Final = (KNOWN, CONTEXT, ENTROPY, ENCODED)
 """The kinds the layers name in ``"[REDACTED:<kind>]"``."""
+_RANK: Final = {KNOWN: 0, CONTEXT: 1, ENCODED: 2, ENTROPY: 3}
 
 _TOKEN_RUN = r"[A-Za-z0-9+/=_\-.~]{16}"
 _GATE = (
@@ -130,14 +131,17 @@ def _find(text: str, depth: int) -> list[tuple[int, int]]:
     return [(start, end) for start, end, _ in layer_spans(text, depth)]
 
 
-def redact_layers(text: str, entropy: bool = True) -> str:
-    """``text`` with every finding of the layers replaced by its placeholder (``text`` itself if clean)."""
-    if not may_hold(text):
+def redact_layers(text: str, entropy: bool = True, gated: bool = False) -> str:
+    """``text`` with every finding of the layers replaced by its placeholder (``text`` itself if clean).
+
+    ``gated``: the caller has asked ``may_hold`` already (about the text before other rules changed it)."""
+    if not gated and not may_hold(text):
         return text
     spans = layer_spans(text, 0, entropy)
     if not spans:
         return text
-    spans.sort()
+    # at one start the longest span wins, and of equal ones the most specific kind names the placeholder
+    spans.sort(key=lambda span: (span[0], -span[1], _RANK[span[2]]))
     parts: list[str] = []
     copied = 0
     for start, end, kind in spans:

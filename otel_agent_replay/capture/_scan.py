@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from ._layers import redact_layers
+from ._layers import may_hold, redact_layers
 from ._redact_rules import FIELD_LOOKBACK, MAX_ANCHOR_OFFSET, CompiledRules, pattern_placeholder, redact_pii
 
 # A field rule's ":" or "=" is followed by a space, a tab or a quote (in JSON text, an escaped one).
@@ -34,10 +34,12 @@ def scan_text(compiled: CompiledRules, text: str, pii: bool, entropy: bool = Tru
             if guard in text and prefilter.search(text) is not None:
                 text = _replace(compiled, text)
                 break
-    if compiled.fields is not None and len(text) >= compiled.min_len and (":" in text or "=" in text):
+    # the layers' gate looks for every field rule's trigger word too: text it rules out skips both
+    hold = not compiled.defaults or may_hold(text)
+    if hold and compiled.fields is not None and len(text) >= compiled.min_len and (":" in text or "=" in text):
         text = _fields(compiled, text, compiled.fields)
-    if compiled.defaults:
-        text = redact_layers(text, entropy)
+    if hold and compiled.defaults:
+        text = redact_layers(text, entropy, gated=True)
     for pattern, placeholder in compiled.separate:
         if pattern.search(text) is not None:
             text = _substitute(pattern, placeholder, text)
