@@ -33,6 +33,7 @@ class Detector:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._scan_lock = threading.Lock()
         self._scanner: Any = None
         self._failed = False
 
@@ -61,7 +62,8 @@ class Detector:
         if scanner is None:
             return []
         try:
-            findings = scanner.scan(text)
+            with self._scan_lock:  # one scan at a time: the native scanner's thread safety is not documented
+                findings = scanner.scan(text)
         except Exception as exc:  # fail closed at the caller: it redacts what the other layers find
             _log.warning("the secret detector failed on a value (%s)", type(exc).__name__)
             return []
