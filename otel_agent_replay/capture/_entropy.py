@@ -21,8 +21,9 @@ and it is not one of the identifiers an agent needs back, which are kept:
   thumbnails and attachments;
 - runs longer than 512 characters (data, not a key; a long secret is found by its format or its name).
 
-Values under a key that names an identifier (``id``, ``order_id``, ``uuid``, ``sha256``, ``etag``,
-``thumbnail`` ...) are kept by the walk (``_redact``) before they reach these rules.
+Values under a key that names an identifier or encoded data (``id``, ``order_id``, ``uuid``,
+``sha256``, ``etag``, ``thumbnail``, ``embedding``, ``b64_json`` ...) are kept by the walk
+(``_redact``) before they reach these rules.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ _ID_WORDS: Final = frozenset(
     {"id", "ids", "uuid", "guid", "sha", "sha1", "sha256", "sha512", "md5", "digest", "hash", "etag", "checksum"}
 )
 _ID_WORDS_ANYWHERE: Final = frozenset({"thumbnail", "thumb", "image", "img", "avatar", "icon", "png", "jpeg", "jpg"})
+# Encoded data rather than ids (an embedding's base64 floats, ``b64_json`` images, audio): kept the same way.
+_DATA_PARTS: Final = ("b64", "base64", "embedding", "vector", "audio", "thumbnail", "image")
 _KEY_SEGMENT = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
@@ -68,7 +71,10 @@ def is_identifier_key(key: str) -> bool:
     words = [w.lower() for w in _KEY_SEGMENT.findall(key)]
     if not words:
         return False
-    return words[-1] in _ID_WORDS or not _ID_WORDS_ANYWHERE.isdisjoint(words)
+    if words[-1] in _ID_WORDS or not _ID_WORDS_ANYWHERE.isdisjoint(words):
+        return True
+    lowered = key.lower()
+    return any(part in lowered for part in _DATA_PARTS)
 
 
 def _class(char: str) -> int:
