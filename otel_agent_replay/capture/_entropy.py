@@ -66,8 +66,21 @@ _DATA_PARTS: Final = ("b64", "base64", "embedding", "vector", "audio", "thumbnai
 _KEY_SEGMENT = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
+_ID_KEY_CACHE: dict[str, bool] = {}
+_ID_KEY_CACHE_SIZE: Final = 4096
+
+
 def is_identifier_key(key: str) -> bool:
     """Whether a key names an identifier (``id``, ``orderId``, ``file_sha256``, ``thumbnail_b64`` ...)."""
+    found = _ID_KEY_CACHE.get(key)
+    if found is None:
+        if len(_ID_KEY_CACHE) >= _ID_KEY_CACHE_SIZE:
+            _ID_KEY_CACHE.clear()  # bounded: keys may be data
+        found = _ID_KEY_CACHE[key] = _decide_identifier_key(key)
+    return found
+
+
+def _decide_identifier_key(key: str) -> bool:
     words = [w.lower() for w in _KEY_SEGMENT.findall(key)]
     if not words:
         return False

@@ -63,7 +63,9 @@ _JSON_GATE = (
     + r"|%[0-9A-Fa-f]{2}|&#?[A-Za-z0-9]{2,8};|-u[ =]|(?i:machine)[ \t]"
     r"|:(?:[0-9]{1,5}|\*):[^:\s\"',]+:[^:\s\"',]+:"
 )
-_SHORT_GATE = re.compile(_GATE)
+_SHORT_REST = re.compile(r"%[0-9A-Fa-f]{2}|&#?[A-Za-z0-9]{2,8};|-u[ =]|:(?:[0-9]{1,5}|\*):[^:\s\"',]+:[^:\s\"',]+:")
+_RUN: Final = 16
+_TRIGGER_SEARCH = re.compile("|".join(TRIGGERS)).search  # on lower-cased text: faster than a find per word
 _JSON_SHORT_GATE = re.compile(_JSON_GATE)
 _JSON_LONG_GATE: Any = re2.compile(_JSON_GATE)
 _LONG_GATE: Any = re2.compile(_GATE)
@@ -75,20 +77,39 @@ _MIN_TEXT: Final = 5
 _MAX_DEPTH: Final = 2
 
 
+def _run_or_rest(text: str) -> bool:
+    """The gate's parts other than the credential words, on short text: substring tests, then a small regex."""
+    if len(text) >= _RUN and any(len(word) >= _RUN for word in text.split()) and _SHORT_RUN.search(text) is not None:
+        return True
+    maybe_rest = "%" in text or "&" in text or "-u" in text or ":" in text
+    return maybe_rest and _SHORT_REST.search(text) is not None
+
+
 def may_hold(text: str) -> bool:
-    """Cheap: False only if none of the layers can find anything in ``text``."""
-    if len(text) < _MIN_TEXT:
+    """Cheap: False only if none of the layers can find anything in ``text``.
+
+    Long text: one RE2 search of the gate. Short text (most strings of a walked value): the same
+    question by plain substring tests first (a trigger word; a 16-character run needs a 16-character
+    word between white space; an escape needs ``%`` or ``&``), each confirmed by a small regex."""
+    size = len(text)
+    if size < _MIN_TEXT:
         return False
-    gate = _SHORT_GATE if len(text) <= _SHORT else _LONG_GATE
-    return gate.search(text) is not None
+    if size > _SHORT:
+        return _LONG_GATE.search(text) is not None
+    return _TRIGGER_SEARCH(text.lower()) is not None or _run_or_rest(text)
 
 
 def may_hold_json(json_text: str) -> bool:
     """``may_hold`` for the compact JSON text of some data whose keys are decided elsewhere."""
-    if len(json_text) < _MIN_TEXT:
+    size = len(json_text)
+    if size < _MIN_TEXT:
         return False
-    gate = _JSON_SHORT_GATE if len(json_text) <= _SHORT else _JSON_LONG_GATE
-    return gate.search(json_text) is not None
+    if size > _SHORT:
+        return _JSON_LONG_GATE.search(json_text) is not None
+    lowered = json_text.lower()
+    if _TRIGGER_SEARCH(lowered) is not None or "machine" in lowered:
+        return _JSON_SHORT_GATE.search(json_text) is not None
+    return _run_or_rest(json_text)
 
 
 def _has_run(text: str) -> bool:

@@ -78,7 +78,7 @@ from ._redact_rules import (
     pattern_placeholder,
 )
 from ._scan import fields_hit, scan_text
-from ._stream import assemble, sse_data, sse_text
+from ._stream import assemble, is_stream, sse_data, sse_text
 
 __all__ = [
     "DEFAULT_REDACTOR",
@@ -426,7 +426,7 @@ class Redactor:
                     append([name, None if item[1] is None else KEY_PLACEHOLDER])
                     continue
             append(self._walk(item, depth + 1))
-        if len(out) > 1 and self._compiled.defaults:
+        if len(out) > 1 and self._compiled.defaults and is_stream(out):
             assemble(out, self._scan_whole)  # a stream: its chunks read as one text
         return out
 

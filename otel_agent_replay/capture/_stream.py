@@ -1,7 +1,8 @@
 """Streams read as their assembled text: a secret split across chunks is found, and the chunks stay consistent.
 
-A streamed answer reaches capture as a list: a generator's chunks, or an HTTP event stream's events
-(``{"text": "data: {...}\\n\\n"}``, whose JSON ``data:`` is read as data). In the items of a list, the
+A streamed answer reaches capture as a list: a generator's chunks (strings, or chunk objects with
+``choices`` or ``delta``), or an HTTP event stream's events (``{"text": "data: {...}\\n\\n"}``, whose
+JSON ``data:`` is read as data): ``is_stream`` says which lists are read so. In the items of such a list, the
 strings at the same path (``choices/*/delta/content`` of every event, or the chunks themselves) are one
 text when they are short (64 characters or fewer on average) and at least one holds a space or a line
 break (text, not a list of ids). That text is scanned whole; where it changes, the change is written
@@ -20,7 +21,7 @@ from typing import Any, Final
 
 import orjson
 
-__all__ = ["assemble", "sse_data", "sse_text"]
+__all__ = ["assemble", "is_stream", "sse_data", "sse_text"]
 
 _MEAN_PIECE: Final = 64
 _MIN_JOINED: Final = 8
@@ -98,6 +99,23 @@ def _write_back(pieces: list[str], joined: str, redacted: str) -> list[str]:
         elif j2 > j1:
             out[owner(i1) if i1 < len(joined) else len(pieces) - 1].append(redacted[j1:j2])
     return ["".join(parts) for parts in out]
+
+
+_CHUNK_KEYS: Final = frozenset({"delta", "choices", "content_block", "chunk"})
+
+
+def is_stream(items: list[Any]) -> bool:
+    """Whether a list looks like a stream: chunks of text, an HTTP event stream's events, or chunk objects
+    (``choices``/``delta``). A list of records is not read as one text (and costs nothing here)."""
+    first = items[0]
+    if type(first) is str:
+        return all(type(item) is str for item in items)
+    if type(first) is dict:
+        text = first.get("text")
+        if type(text) is str and text.startswith(("data:", "event:", "id:")):
+            return True
+        return not _CHUNK_KEYS.isdisjoint(first)
+    return False
 
 
 def assemble(items: list[Any], scan: Callable[[str], str]) -> None:
