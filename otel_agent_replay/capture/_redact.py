@@ -38,12 +38,18 @@ becomes ``"[REDACTED:processor_error]"`` (and ``"[REDACTED:redaction_error]"`` i
 built-in passes ever fail); nested deeper than 100 levels becomes ``"[REDACTED:too_deep]"``.
 Only the exception's type is logged, never its message, which may quote the secret.
 
-Known limits: a secret with no recognisable shape, under no secret key and named by nothing
-around it (a bare password in prose) cannot be seen; a bearer token is recognised in free text
-only when it holds a digit or is at least 20 characters long, and only spelled ``Bearer``,
-``bearer`` or ``BEARER``; binary bytes that are not UTF-8 text are kept as they are; personal
-data is redacted only with ``pii=True``. Under a secret key or header name every value is
-redacted.
+After those passes every string goes through the contract's three layers (``_layers``): the
+maintained detector (Kingfisher's rules), credential context in text (YAML, INI, ``.env``,
+``.netrc``, ``.pgpass``, XML, header lines, URL parameters, ``--user``), and high-entropy tokens
+(identifiers are kept by the rules in ``_entropy``; a value under an identifier key skips that
+layer), and its decoded forms (URL-encoded, HTML-escaped, base64 text) through all three again.
+Lists that look like streams are also read as one text (``_stream``). ``secret_kinds`` names what
+redaction would remove (for reports), ``redact_header`` redacts one HTTP header (for HTTP capture).
+
+Known limits: a secret of no format the rule set knows, named by nothing around it and without the
+entropy of a key (a dictionary-word password in prose, a letters-only token, a bare hex key) cannot
+be seen; binary bytes that are not UTF-8 text are kept as they are; personal data is redacted only
+with ``pii=True``. Under a secret key or header name every value is redacted.
 
 The rules themselves (secret key names, value patterns and their compilation) are in
 ``_redact_rules``, the scanning of one string in ``_scan``; this module walks JSON data, decides
