@@ -63,7 +63,8 @@ _JSON_GATE = (
     + r"|%[0-9A-Fa-f]{2}|&#?[A-Za-z0-9]{2,8};|-u[ =]|(?i:machine)[ \t]"
     r"|:(?:[0-9]{1,5}|\*):[^:\s\"',]+:[^:\s\"',]+:"
 )
-_SHORT_REST = re.compile(r"%[0-9A-Fa-f]{2}|&#?[A-Za-z0-9]{2,8};|-u[ =]|:(?:[0-9]{1,5}|\*):[^:\s\"',]+:[^:\s\"',]+:")
+_SHORT_ESCAPES = re.compile(r"%[0-9A-Fa-f]{2}|&#?[A-Za-z0-9]{2,8};|-u[ =]")
+_SHORT_PGPASS = re.compile(r":(?:[0-9]{1,5}|\*):[^:\s\"',]+:[^:\s\"',]+:")
 _RUN: Final = 16
 _TRIGGER_SEARCH = re.compile("|".join(TRIGGERS)).search  # on lower-cased text: faster than a find per word
 _JSON_SHORT_GATE = re.compile(_JSON_GATE)
@@ -77,12 +78,18 @@ _MIN_TEXT: Final = 5
 _MAX_DEPTH: Final = 2
 
 
-def _run_or_rest(text: str) -> bool:
-    """The gate's parts other than the credential words, on short text: substring tests, then a small regex."""
-    if len(text) >= _RUN and any(len(word) >= _RUN for word in text.split()) and _SHORT_RUN.search(text) is not None:
+def _run_or_rest(text: str, json: bool = False) -> bool:
+    """The gate's parts other than the credential words, on short text: substring tests, then a small regex.
+
+    A 16-character run lies inside one word between white space (and, in JSON text, inside one
+    stretch between quotes), so text with no such stretch needs no regex for it."""
+    if len(text) >= _RUN:
+        pieces = text.split('"') if json else text.split()
+        if any(len(piece) >= _RUN for piece in pieces) and _SHORT_RUN.search(text) is not None:
+            return True
+    if ("%" in text or "&" in text or "-u" in text) and _SHORT_ESCAPES.search(text) is not None:
         return True
-    maybe_rest = "%" in text or "&" in text or "-u" in text or ":" in text
-    return maybe_rest and _SHORT_REST.search(text) is not None
+    return ":" in text and _SHORT_PGPASS.search(text) is not None
 
 
 def may_hold(text: str) -> bool:
@@ -109,7 +116,7 @@ def may_hold_json(json_text: str) -> bool:
     lowered = json_text.lower()
     if _TRIGGER_SEARCH(lowered) is not None or "machine" in lowered:
         return _JSON_SHORT_GATE.search(json_text) is not None
-    return _run_or_rest(json_text)
+    return _run_or_rest(json_text, json=True)
 
 
 def _has_run(text: str) -> bool:
