@@ -6,8 +6,9 @@ object or one per line when streamed; ids in base64); ``classic_messages`` reads
 ``EndpointError`` that says which URL gave it.
 
 Recording redacts a value before it reaches a span; a trace exported by someone else may carry
-secrets in any attribute. ``redact_traces`` walks every attribute of a ``TracesData`` message
-(spans, events, links, resources, scopes) and the status messages, in place: a string that
+secrets anywhere. ``redact_traces`` walks every attribute of a ``TracesData`` message (spans,
+events, links, resources, scopes; keys and values, bytes too), the names of spans, events and
+scopes, trace states and the status messages, in place: a string that
 holds a JSON object or array is parsed and redacted as data (secret keys and secret-looking
 values, like captured arguments), any other string by the value patterns alone
 (``Redactor.redact_text``). Redaction is idempotent, so spans recorded by otel-agent-replay
@@ -23,7 +24,7 @@ import orjson
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
-from otel_agent_replay.capture import Redactor
+from otel_agent_replay.capture import KEY_PLACEHOLDER, Redactor
 from otel_agent_replay.core import EndpointError
 from otel_agent_replay.tape import DECODE_ERRORS, decode_problem, otlp_from_jaeger
 
@@ -87,29 +88,60 @@ def redact_string(text: str, redactor: Redactor) -> str:
     return redactor.redact_text(text)
 
 
+def _text(text: str, redactor: Redactor) -> str:
+    return redactor.redact_text(text) if text else text
+
+
 def redact_traces(message: TracesData, redactor: Redactor) -> int:
-    """Redact every attribute and status message of ``message`` in place; how many values changed."""
+    """Redact, in place, everything of ``message`` that holds text: attribute keys and values (strings,
+    bytes, arrays, key/value lists), span, event and scope names, scope versions, trace states and status
+    messages, of resources, scopes, spans, events and links. Returns how many values changed."""
     changed = 0
     for rs in message.resource_spans:
         changed += _attributes(rs.resource.attributes, redactor)
         for ss in rs.scope_spans:
             changed += _attributes(ss.scope.attributes, redactor)
+            changed += _fields(ss.scope, ("name", "version"), redactor)
             for span in ss.spans:
                 changed += _attributes(span.attributes, redactor)
+                changed += _fields(span, ("name", "trace_state"), redactor)
                 for event in span.events:
                     changed += _attributes(event.attributes, redactor)
+                    changed += _fields(event, ("name",), redactor)
                 for link in span.links:
                     changed += _attributes(link.attributes, redactor)
-                if span.status.message:
-                    cleaned = redactor.redact_text(span.status.message)
-                    if cleaned != span.status.message:
-                        span.status.message = cleaned
-                        changed += 1
+                    changed += _fields(link, ("trace_state",), redactor)
+                changed += _fields(span.status, ("message",), redactor)
+    return changed
+
+
+def _fields(message: Any, names: tuple[str, ...], redactor: Redactor) -> int:
+    changed = 0
+    for name in names:
+        text = getattr(message, name)
+        cleaned = _text(text, redactor)
+        if cleaned != text:
+            setattr(message, name, cleaned)
+            changed += 1
     return changed
 
 
 def _attributes(items: Iterable[KeyValue], redactor: Redactor) -> int:
-    return sum(_value(kv.value, redactor) for kv in items)
+    changed = 0
+    for kv in items:
+        key = kv.key
+        if redactor.is_secret_key(key):
+            if kv.value.WhichOneof("value") is not None and kv.value.string_value != KEY_PLACEHOLDER:
+                kv.value.Clear()
+                kv.value.string_value = KEY_PLACEHOLDER
+                changed += 1
+        else:
+            changed += _value(kv.value, redactor)
+        cleaned = _text(key, redactor)
+        if cleaned != key:
+            kv.key = cleaned
+            changed += 1
+    return changed
 
 
 def _value(value: AnyValue, redactor: Redactor) -> int:
@@ -118,6 +150,16 @@ def _value(value: AnyValue, redactor: Redactor) -> int:
         cleaned = redact_string(value.string_value, redactor)
         if cleaned != value.string_value:
             value.string_value = cleaned
+            return 1
+        return 0
+    if kind == "bytes_value":
+        try:
+            text = value.bytes_value.decode("utf-8")
+        except UnicodeDecodeError:
+            return 0  # binary data: no text to redact
+        cleaned = redact_string(text, redactor)
+        if cleaned != text:
+            value.bytes_value = cleaned.encode("utf-8")
             return 1
         return 0
     if kind == "array_value":

@@ -38,12 +38,18 @@ becomes ``"[REDACTED:processor_error]"`` (and ``"[REDACTED:redaction_error]"`` i
 built-in passes ever fail); nested deeper than 100 levels becomes ``"[REDACTED:too_deep]"``.
 Only the exception's type is logged, never its message, which may quote the secret.
 
-Known limits: a secret with no recognisable shape, under no secret key and named by nothing
-around it (a bare password in prose) cannot be seen; a bearer token is recognised in free text
-only when it holds a digit or is at least 20 characters long, and only spelled ``Bearer``,
-``bearer`` or ``BEARER``; binary bytes that are not UTF-8 text are kept as they are; personal
-data is redacted only with ``pii=True``. Under a secret key or header name every value is
-redacted.
+After those passes every string goes through the contract's three layers (``_layers``): the
+maintained detector (Kingfisher's rules), credential context in text (YAML, INI, ``.env``,
+``.netrc``, ``.pgpass``, XML, header lines, URL parameters, ``--user``), and high-entropy tokens
+(identifiers are kept by the rules in ``_entropy``; a value under an identifier key skips that
+layer), and its decoded forms (URL-encoded, HTML-escaped, base64 text) through all three again.
+Lists that look like streams are also read as one text (``_stream``). ``secret_kinds`` names what
+redaction would remove (for reports), ``redact_header`` redacts one HTTP header (for HTTP capture).
+
+Known limits: a secret of no format the rule set knows, named by nothing around it and without the
+entropy of a key (a dictionary-word password in prose, a letters-only token, a bare hex key) cannot
+be seen; binary bytes that are not UTF-8 text are kept as they are; personal data is redacted only
+with ``pii=True``. Under a secret key or header name every value is redacted.
 
 The rules themselves (secret key names, value patterns and their compilation) are in
 ``_redact_rules``, the scanning of one string in ``_scan``; this module walks JSON data, decides
@@ -57,6 +63,7 @@ import enum
 import logging
 import re
 import warnings
+from collections import Counter
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Final, TypeAlias
@@ -66,6 +73,9 @@ import orjson
 from otel_agent_replay.core import ConfigurationError, RecordingWarning
 
 from ._canonical import JSONValue, to_jsonable
+from ._context import is_credential_name
+from ._entropy import is_identifier_key
+from ._layers import may_hold_json
 from ._redact_rules import (
     PATTERN_NAMES,
     PII_NAMES,
@@ -74,6 +84,7 @@ from ._redact_rules import (
     pattern_placeholder,
 )
 from ._scan import fields_hit, scan_text
+from ._stream import assemble, is_stream, sse_data, sse_text
 
 __all__ = [
     "DEFAULT_REDACTOR",
@@ -94,6 +105,7 @@ KEY_PLACEHOLDER: Final = "[REDACTED]"
 """What the value of a secret key (or secret header) becomes."""
 
 _MAX_DEPTH: Final = 100
+_PLACEHOLDERS: Final = re.compile(r"\[REDACTED(?::([A-Za-z0-9_]+))?\]")
 _KEY_CACHE_SIZE: Final = 8192
 
 
@@ -194,6 +206,31 @@ class Redactor:
                 return pattern_placeholder("processor_error")
         return data
 
+    def secret_kinds(self, value: JSONValue) -> tuple[str, ...]:
+        """The kinds of secret redaction would remove from ``value`` (``"github_token"``, ``"credential"``,
+        ``"high_entropy"``, ``"secret_key"`` for a value under a secret key ...), sorted; empty when clean.
+
+        For reports (``check``): they can say what was found and where without ever printing it.
+        """
+        redacted = self(value)
+        if redacted == value:
+            return ()
+        before = Counter(_PLACEHOLDERS.findall(orjson.dumps(value).decode("utf-8")))
+        after = Counter(_PLACEHOLDERS.findall(orjson.dumps(redacted).decode("utf-8")))
+        kinds = {"secret_key" if kind == "" else kind for kind in (after - before)}
+        return tuple(sorted(kinds)) or ("secret",)
+
+    def redact_header(self, name: str, value: str) -> str:
+        """One HTTP header's value as it may be recorded (a public entry point for HTTP capture).
+
+        The whole value becomes ``"[REDACTED]"`` when the name is a secret key or names a credential
+        (``Authorization``, ``Cookie``, ``x-goog-api-key``, ``X-Amz-Security-Token``, ``X-Vault-Token``,
+        ``X-Hub-Signature-256`` ...); any other value has every secret in it redacted like a string.
+        """
+        if self.is_secret_key(name) or (self.defaults and is_credential_name(name)):
+            return KEY_PLACEHOLDER
+        return self.redact_text(value)
+
     def redact_text(self, text: str) -> str:
         """Apply the value patterns (only) to one string; returns ``text`` itself if clean."""
         return scan_text(self._compiled, text, self.pii)
@@ -213,6 +250,8 @@ class Redactor:
         if self.patterns or self.processors or self.pii:
             return True
         compiled = self._compiled
+        if compiled.defaults and may_hold_json(json_text):  # the three layers' gate (_layers)
+            return True
         if any(guard in json_text and gate.search(json_text) is not None for guard, gate in compiled.prefilters):
             return True
         if ("$" in json_text and '"$bytes"' in json_text) or fields_hit(self._compiled, json_text):
@@ -351,6 +390,9 @@ class Redactor:
                     continue
             if key == "$bytes" and type(item) is str:
                 out[key] = self._bytes(item, depth)
+            elif type(item) is str and type(key) is str and is_identifier_key(key):
+                # an identifier the agent needs back: every layer but the high-entropy one
+                out[key] = scan_text(self._compiled, item, self.pii, entropy=False)
             else:
                 out[key] = self._walk(item, depth + 1)
         if "value" in value or "Value" in value:
@@ -390,7 +432,12 @@ class Redactor:
                     append([name, None if item[1] is None else KEY_PLACEHOLDER])
                     continue
             append(self._walk(item, depth + 1))
+        if len(out) > 1 and self._compiled.defaults and is_stream(out):
+            assemble(out, self._scan_whole)  # a stream: its chunks read as one text
         return out
+
+    def _scan_whole(self, text: str) -> str:
+        return scan_text(self._compiled, text, self.pii)
 
     def _string(self, text: str, depth: int) -> JSONValue:
         if (
@@ -409,7 +456,19 @@ class Redactor:
                 if redacted == parsed:
                     return text
                 return orjson.dumps(redacted).decode("utf-8")
+        if text.startswith(("data:", "event:", "id:")) and depth <= _MAX_DEPTH:
+            event = sse_data(text)  # an event stream's event: its JSON data is redacted as data
+            if event is not None:
+                lines, index, data = event
+                redacted = self._walk(data, depth + 1)
+                if redacted == data:
+                    return scan_text(self._compiled, text, self.pii) if self._sse_rest(lines, index) else text
+                return sse_text(lines, index, redacted)
         return scan_text(self._compiled, text, self.pii)
+
+    def _sse_rest(self, lines: list[str], index: int) -> bool:
+        """Whether the lines of an event other than its data may hold something (event names, ids)."""
+        return any(n != index and line for n, line in enumerate(lines))
 
 
 DEFAULT_REDACTOR: Final = Redactor()

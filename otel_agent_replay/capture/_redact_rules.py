@@ -25,6 +25,7 @@ __all__ = [
     "PII_NAMES",
     "CompiledRules",
     "compile_rules",
+    "is_default_secret_name",
     "pattern_placeholder",
     "redact_pii",
 ]
@@ -62,6 +63,7 @@ _SECRET_SUFFIXES: Final = (
     "accesskey",
     "credential",
     "credentials",
+    "authkey",
     "accesstokens",
     "refreshtokens",
     "authtokens",
@@ -133,6 +135,12 @@ def _is_default_secret(words: tuple[str, ...]) -> bool:
         return True
     # "session" and "...token" are secrets unless the key also names a count.
     return _COUNT_WORDS.isdisjoint(words) and ("session" in words or _ends_with_any(words, ("token",)))
+
+
+def is_default_secret_name(key: str) -> bool:
+    """Whether ``key`` names a secret by the built-in rules alone (no user keys)."""
+    words = _words(key)
+    return bool(words) and _is_default_secret(words)
 
 
 def _key_words(defaults: bool, user_words: list[tuple[str, ...]]) -> tuple[str, ...]:

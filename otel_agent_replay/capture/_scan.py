@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from ._layers import may_hold, redact_layers
 from ._redact_rules import FIELD_LOOKBACK, MAX_ANCHOR_OFFSET, CompiledRules, pattern_placeholder, redact_pii
 
 # A field rule's ":" or "=" is followed by a space, a tab or a quote (in JSON text, an escaped one).
@@ -24,15 +25,21 @@ def _substitute(pattern: re.Pattern[str], placeholder: str, text: str) -> str:
     return pattern.sub(replace, text)
 
 
-def scan_text(compiled: CompiledRules, text: str, pii: bool) -> str:
-    """One string with the value patterns, field rules, user patterns (and personal data) redacted."""
+def scan_text(compiled: CompiledRules, text: str, pii: bool, entropy: bool = True) -> str:
+    """One string with the value patterns, field rules, the three layers (``_layers``), user patterns (and
+    personal data) redacted. ``entropy=False``: the value is an identifier (under an ``id`` key), so the
+    high-entropy layer leaves it."""
     if len(text) >= compiled.min_len:
         for guard, prefilter in compiled.prefilters:
             if guard in text and prefilter.search(text) is not None:
                 text = _replace(compiled, text)
                 break
-    if compiled.fields is not None and len(text) >= compiled.min_len and (":" in text or "=" in text):
+    # the layers' gate looks for every field rule's trigger word too: text it rules out skips both
+    hold = not compiled.defaults or may_hold(text)
+    if hold and compiled.fields is not None and len(text) >= compiled.min_len and (":" in text or "=" in text):
         text = _fields(compiled, text, compiled.fields)
+    if hold and compiled.defaults:
+        text = redact_layers(text, entropy, gated=True)
     for pattern, placeholder in compiled.separate:
         if pattern.search(text) is not None:
             text = _substitute(pattern, placeholder, text)

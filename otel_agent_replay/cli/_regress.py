@@ -183,44 +183,44 @@ _BITS = {
 }
 
 
+def _secret_finding(path: str, line: int, span: str, where: str, kinds: tuple[str, ...]) -> Finding:
+    # kind and place only: the value itself never reaches the report (nor CI logs)
+    return Finding(
+        "secret",
+        f"{path}:{line}",
+        f"span {span!r}: {where} holds a secret ({', '.join(kinds)}) that the default redaction would remove; "
+        "rotate that secret, then re-record the tape with redaction on",
+    )
+
+
 def _secret_findings(path: str, lines: dict[str, int]) -> list[Finding]:
     """Secrets the default redaction would remove; fills ``lines`` (span id → line) on the way."""
     found = []
+    kinds_of = DEFAULT_REDACTOR.secret_kinds
     for record in iter_spans(path):
         lines.setdefault(record.span_id, record.line)
+        span = DEFAULT_REDACTOR.redact_text(record.name)  # the name is printed, so it is redacted first
         texts = {"the span name": record.name}
         if record.error is not None:
             texts["the error message"] = record.error.message
         for where, text in texts.items():
-            if DEFAULT_REDACTOR.redact_text(text) != text:
-                found.append(
-                    Finding(
-                        "secret",
-                        f"{path}:{record.line}",
-                        f"span {record.name!r}: {where} holds a value the default redaction would remove; "
-                        "rotate that secret, then re-record the tape with redaction on",
-                    )
-                )
+            kinds = kinds_of(text)
+            if kinds:
+                found.append(_secret_finding(path, record.line, span, where, kinds))
         for key, value in record.attributes.items():
+            key_kinds = kinds_of(key)
+            shown = DEFAULT_REDACTOR.redact_text(key)
+            if key_kinds:
+                found.append(_secret_finding(path, record.line, span, f"an attribute key ({shown})", key_kinds))
             if not isinstance(value, str):
                 continue
             try:
                 data = orjson.loads(value) if value[:1] in ("{", "[", '"') else None
             except orjson.JSONDecodeError:
                 data = None
-            if data is not None:
-                leaked = DEFAULT_REDACTOR(data) != data
-            else:
-                leaked = DEFAULT_REDACTOR.redact_text(value) != value
-            if leaked:
-                found.append(
-                    Finding(
-                        "secret",
-                        f"{path}:{record.line}",
-                        f"span {record.name!r} attribute {key} holds a value the default redaction would remove; "
-                        "rotate that secret, then re-record the tape with redaction on",
-                    )
-                )
+            kinds = kinds_of(data if data is not None else value)
+            if kinds:
+                found.append(_secret_finding(path, record.line, span, f"attribute {shown}", kinds))
     return found
 
 

@@ -155,7 +155,8 @@ class agent_run(Scope[RunHandle, _Entered]):
             recording = only_recording(self.agent_name)  # a thread started without the record() context
             joined = recording is not None
         capture = cast(Capture, getattr(recording, "capture", DEFAULT_CAPTURE))
-        run_id = self.run_id or uuid.uuid4().hex
+        # a run id the caller gave may quote a secret: redacted here, so every step's ids carry the same text
+        run_id = capture.redactor.redact_text(self.run_id) if self.run_id else uuid.uuid4().hex
         attrs: dict[str, Any] = {
             A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
             A.GEN_AI_AGENT_NAME: self.agent_name,

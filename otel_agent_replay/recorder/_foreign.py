@@ -27,6 +27,12 @@ def is_ours(span: ReadableSpan) -> bool:
     return scope is not None and scope.name == A.INSTRUMENTATION_NAME
 
 
+def is_run_span(span: ReadableSpan) -> bool:
+    """A run span: the SDK makes it, but the application may set attributes on it while it is current."""
+    attrs = span.attributes
+    return attrs is not None and attrs.get(A.GEN_AI_OPERATION_NAME) == A.OP_INVOKE_AGENT
+
+
 def _value(redactor: Redactor, key: str, value: Any) -> Any:
     if value is None:
         return None
@@ -62,8 +68,10 @@ def redacted_span(span: ReadableSpan, redactor: Redactor) -> ReadableSpan:
     events: list[Event] = []
     for event in span.events:
         event_attrs, event_changed = _attributes(redactor, event.attributes)
+        event_name = redactor.redact_text(event.name)
+        event_changed = event_changed or event_name != event.name
         changed = changed or event_changed
-        events.append(Event(event.name, event_attrs, event.timestamp) if event_changed else event)
+        events.append(Event(event_name, event_attrs, event.timestamp) if event_changed else event)
     status = span.status
     description = status.description
     if description:

@@ -57,7 +57,7 @@ from otel_agent_replay.instrumentation import (
 from otel_agent_replay.integrations import HttpActivation, HttpRoute, activate, side_effect_rules
 from otel_agent_replay.store import Store
 
-from ._foreign import ResourceRedaction, is_ours, redacted_span
+from ._foreign import ResourceRedaction, is_ours, is_run_span, redacted_span
 from ._store_sink import StoreSink
 
 _log = logging.getLogger(__name__)
@@ -114,7 +114,8 @@ class Recording:
         The application's own spans are redacted first (the SDK's are redacted as they are made),
         then every span's resource (once per resource object; a clean one costs nothing more).
         """
-        if not is_ours(span):
+        if not is_ours(span) or is_run_span(span):
+            # the run span too: the application may have set attributes on it (redaction is idempotent)
             span = redacted_span(span, self.capture.redactor)
         span = self._resource(span)
         self.exporter.export((span,))

@@ -128,7 +128,7 @@ def test_secrets_are_redacted_on_the_way_in(tmp_path: Path) -> None:
     data = out.read_bytes()
     assert _TOKEN.encode() not in data and b"k-123456" not in data
     (http_span,) = [s for s in raw_spans(out) if s.name == "POST /search"]
-    assert http_span.attrs["http.request.header.authorization"] == "Bearer [REDACTED:bearer]"
+    assert http_span.attrs["http.request.header.authorization"] == "[REDACTED]"  # a secret key: its whole value
     assert orjson.loads(http_span.attrs["app.request"]) == {"api_key": "[REDACTED]", "q": "refund"}
     assert http_span.attrs["app.hosts"][0] == "db.internal" and "[REDACTED" in http_span.attrs["app.hosts"][1]
     assert result.redacted == 3
@@ -188,3 +188,24 @@ def test_durations_and_times() -> None:
     assert parse_time("2026-11-30T09:00:00").tzinfo == _dt.timezone.utc
     with pytest.raises(ConfigurationError, match="neither a time"):
         parse_time("yesterday")
+
+
+def test_pull_redacts_names_keys_scopes_and_bytes_too(tmp_path: Path) -> None:
+    """Span, event and scope names, attribute keys and bytes values: everything pull brings in is redacted."""
+    tape = tmp_path / "raw.jsonl"
+    tracer = trace.get_tracer(f"scope-{_TOKEN}", f"1.0-{_TOKEN}")
+    with (
+        record(tape, redactor=Redactor(defaults=False)),
+        agent_run("raw", run_id="raw"),
+        tracer.start_as_current_span(f"GET /repos?token={_TOKEN}") as span,
+    ):
+        span.set_attribute(f"app.{_TOKEN}", "a token as a key")
+        span.set_attribute("app.raw", f"password: {_TOKEN}".encode())
+        span.add_event(f"retrying with {_TOKEN}", {"app.note": "x"})
+    assert _TOKEN.encode() in tape.read_bytes()
+    out = tmp_path / "pulled.jsonl"
+    with jaeger_server(FakeJaeger(tape_documents(tape))) as url:
+        pull(url, out, service=_service(tape))
+    data = out.read_bytes()
+    assert _TOKEN.encode() not in data
+    assert data.count(b"[REDACTED") >= 5

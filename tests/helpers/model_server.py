@@ -2,7 +2,8 @@
 
 Answers are deterministic and echo the last user message, so a changed prompt changes the answer.
 A request whose ``model`` is ``rate-limited`` gets the provider's 429 error body; ``flaky-once``
-gets a 500 when it is the provider's first request, then answers. Every request
+gets a 500 when it is the provider's first request, then answers; ``tiny-deltas`` streams its chat
+answer in 4-character deltas with no pause. Every request
 is counted (``FakeProvider.requests``), with its headers, so a test can prove a replay sent none.
 """
 
@@ -125,7 +126,10 @@ def chat_chunks(body: dict[str, Any]) -> Iterator[dict[str, Any]]:
     base = {"id": "chatcmpl-fake2", "object": "chat.completion.chunk", "created": CREATED, "model": model}
     first = {"role": "assistant", "content": ""}
     yield {**base, "choices": [{"index": 0, "delta": first, "finish_reason": None}]}
-    for word in _words(_answer(body)):
+    answer = _answer(body)
+    # model "tiny-deltas": 4-character deltas, so a token in the answer is split across many events
+    pieces = [answer[i : i + 4] for i in range(0, len(answer), 4)] if model == "tiny-deltas" else _words(answer)
+    for word in pieces:
         yield {**base, "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": None}]}
     yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
     if (body.get("stream_options") or {}).get("include_usage"):
@@ -290,7 +294,7 @@ def _handler(provider: FakeProvider) -> type[http.server.BaseHTTPRequestHandler]
                 if stream:
                     chunks: list[tuple[str | None, str]] = [(None, json.dumps(c)) for c in chat_chunks(body)]
                     # model "slow-stream": events 50 ms apart, so an early stop surely has not got them all
-                    gap = 0.05 if body.get("model") == "slow-stream" else 0.002
+                    gap = {"slow-stream": 0.05, "tiny-deltas": 0.0}.get(body.get("model"), 0.002)
                     self._sse(iter([*chunks, (None, "[DONE]")]), gap)
                 else:
                     self._json(200, chat_completion(body))

@@ -170,3 +170,17 @@ with record({str(tape)!r}, otlp={{endpoint!r}}):
         assert b"deployment.environment" in where and b"prod" in where  # the rest of the resource is kept
     assert len(got.spans()) == 2
     assert load_tape(tape).runs[0].agent_name == "a"
+
+
+def test_event_names_of_the_users_spans_and_late_run_span_attributes_are_redacted(tmp_path: Path) -> None:
+    tape = tmp_path / "late.jsonl"
+    tracer = trace.get_tracer("the.users.app")
+    with record(tape), agent_run("late"):
+        trace.get_current_span().set_attribute("app.deploy_note", f"deployed with {GITHUB_CLASSIC}")
+        trace.get_current_span().set_attribute("app.config", "db:\n  password: hunter2-late-value\n")
+        with tracer.start_as_current_span("work") as span:
+            span.add_event(f"called with {SLACK_BOT}")
+    data = tape.read_bytes()
+    assert GITHUB_CLASSIC.encode() not in data and SLACK_BOT.encode() not in data
+    assert b"hunter2-late-value" not in data
+    assert b"[REDACTED:github_token]" in data and b"[REDACTED:slack_token]" in data

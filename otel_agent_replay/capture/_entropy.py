@@ -1,0 +1,185 @@
+"""High-entropy tokens: a long unbroken run of mixed characters is a key, even with no name and no prefix.
+
+A *run* is a maximal stretch of token characters (letters, digits and ``+/=_-.~``). It is a secret
+when, with its leading and trailing punctuation stripped, it
+
+- is at least 20 characters long,
+- holds at least two digits and at least two letters,
+- changes character class often (lower, upper, digit, other: at least 0.3 changes per character; words,
+  paths and ``snake_case``/``camelCase`` names change far less), and
+- has a Shannon entropy of at least 3.5 bits per character (3.2 for a run of 40 or more, whose
+  alphabet may be smaller, such as lower-case letters and digits),
+
+and it is not one of the identifiers an agent needs back, which are kept:
+
+- UUIDs, and runs of hexadecimal digits of any length, hyphens allowed (sha256 and git digests, md5
+  ETags, object ids), also after a ``sha256-``-style algorithm prefix;
+- runs of digits and dots (numbers, versions, snowflake ids), and ULIDs (26 Crockford base32 characters);
+- identifiers with a short body: a word prefix then fewer than 20 characters (``cus_NffrFeUfNV2Hib``,
+  ``ord_10000``);
+- base64 data whose bytes begin with a known file signature (PNG, JPEG, GIF, WebP, PDF, ZIP, gzip):
+  thumbnails and attachments;
+- runs longer than 512 characters (data, not a key; a long secret is found by its format or its name).
+
+Values under a key that names an identifier or encoded data (``id``, ``order_id``, ``uuid``,
+``sha256``, ``etag``, ``thumbnail``, ``embedding``, ``b64_json`` ...) are kept by the walk
+(``_redact``) before they reach these rules.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+from collections import Counter
+from typing import Final
+
+__all__ = ["MIN_RUN", "RUN", "high_entropy_spans", "is_identifier_key"]
+
+MIN_RUN: Final = 20
+_MAX_RUN: Final = 512
+RUN: Final = re.compile(r"[A-Za-z0-9+/=_\-.~]{20,}")
+"""A candidate run (before its edges are stripped)."""
+
+_EDGE = "+/=_-.~"
+_HEX = re.compile(r"[0-9a-fA-F][0-9a-fA-F\-]*")
+_DIGEST = re.compile(r"(?:(?:sha|md|blake|crc|xxh|git|commit|rev)[a-z0-9]*[-_=])?[0-9a-fA-F][0-9a-fA-F\-]*")
+_PREFIXED_HEX = re.compile(r"[A-Za-z][A-Za-z0-9_\-.]{0,15}?[-_.][0-9a-fA-F]{32,}(?:[-_][A-Za-z0-9]{1,16})?")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_BASE64 = re.compile(r"[A-Za-z0-9+/_\-]+=*")
+_BASE64_BODY = re.compile(r"(?=[^+/]*[+/])[A-Za-z0-9+/]+=*")
+_SEPARATORS = re.compile(r"[/._\-~:+=]")
+_MIN_SEGMENT: Final = 16
+_NUMBERISH = re.compile(r"[0-9.]+")
+_ULID = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
+_SHORT_BODY = re.compile(r"[a-z]{2,12}[_-][A-Za-z0-9]{1,19}")
+_SIGNATURES: Final = (b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"RIFF", b"%PDF", b"PK\x03\x04", b"\x1f\x8b")
+
+# Keys whose values are identifiers the agent needs back: their value is never an entropy match.
+_ID_WORDS: Final = frozenset(
+    {"id", "ids", "uuid", "guid", "sha", "sha1", "sha256", "sha512", "md5", "digest", "hash", "etag", "checksum"}
+)
+_ID_WORDS_ANYWHERE: Final = frozenset({"thumbnail", "thumb", "image", "img", "avatar", "icon", "png", "jpeg", "jpg"})
+# Encoded data rather than ids (an embedding's base64 floats, ``b64_json`` images, audio): kept the same way.
+_DATA_PARTS: Final = ("b64", "base64", "embedding", "vector", "audio", "thumbnail", "image")
+_KEY_SEGMENT = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+_ID_KEY_CACHE: dict[str, bool] = {}
+_ID_KEY_CACHE_SIZE: Final = 4096
+
+
+def is_identifier_key(key: str) -> bool:
+    """Whether a key names an identifier (``id``, ``orderId``, ``file_sha256``, ``thumbnail_b64`` ...)."""
+    found = _ID_KEY_CACHE.get(key)
+    if found is None:
+        if len(_ID_KEY_CACHE) >= _ID_KEY_CACHE_SIZE:
+            _ID_KEY_CACHE.clear()  # bounded: keys may be data
+        found = _ID_KEY_CACHE[key] = _decide_identifier_key(key)
+    return found
+
+
+def _decide_identifier_key(key: str) -> bool:
+    words = [w.lower() for w in _KEY_SEGMENT.findall(key)]
+    if not words:
+        return False
+    if words[-1] in _ID_WORDS or not _ID_WORDS_ANYWHERE.isdisjoint(words):
+        return True
+    lowered = key.lower()
+    return any(part in lowered for part in _DATA_PARTS)
+
+
+def _class(char: str) -> int:
+    if "a" <= char <= "z":
+        return 0
+    if "A" <= char <= "Z":
+        return 1
+    if "0" <= char <= "9":
+        return 2
+    return 3
+
+
+def _entropy(token: str) -> float:
+    n = len(token)
+    return -sum(count / n * math.log2(count / n) for count in Counter(token).values())
+
+
+def _media(token: str) -> bool:
+    """Whether ``token`` is base64 of a file with a known signature (a thumbnail, an attachment)."""
+    head = token[:24]
+    try:
+        raw = base64.b64decode(head + "=" * (-len(head) % 4), altchars=b"-_" if "-" in head or "_" in head else None)
+    except (binascii.Error, ValueError):
+        return False
+    return raw.startswith(_SIGNATURES)
+
+
+def _segment_key_like(token: str) -> bool:
+    n = len(token)
+    if _HEX.fullmatch(token) or _NUMBERISH.fullmatch(token):
+        return False
+    digits = letters = changes = 0
+    last = -1
+    for char in token:
+        kind = _class(char)
+        if kind == 3:
+            continue  # "+/=" inside base64, "-_" inside a url-safe token: neither a word break nor a change
+        if kind == 2:
+            digits += 1
+        else:
+            letters += 1
+        if kind != last:
+            changes += 1
+            last = kind
+    if digits < 2 or letters < 2 or changes < 0.3 * n:
+        return False
+    return _entropy(token) >= (3.2 if n >= 40 else 3.5)
+
+
+def _printable_base64(token: str) -> bool:
+    """Whether ``token`` is base64 of printable text (the decoded-forms layer reads that text instead)."""
+    if len(token) % 4 == 1 or not _BASE64.fullmatch(token):
+        return False
+    try:
+        raw = base64.b64decode(
+            token + "=" * (-len(token) % 4), altchars=b"-_" if "-" in token or "_" in token else None
+        )
+        text = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    return text.isprintable() or all(c.isprintable() or c in "\n\r\t" for c in text)
+
+
+def is_key_like(token: str) -> bool:
+    """Whether a stripped run is a high-entropy key by the rules of this module's docstring."""
+    n = len(token)
+    if n < MIN_RUN or n > _MAX_RUN:
+        return False
+    if _DIGEST.fullmatch(token) or _NUMBERISH.fullmatch(token) or _ULID.fullmatch(token):
+        return False
+    if _SHORT_BODY.fullmatch(token) or _media(token) or _printable_base64(token):
+        return False
+    if _BASE64_BODY.fullmatch(token):  # base64 (with + or /): one piece, however its slashes fall
+        return _segment_key_like(token.rstrip("="))
+    if _PREFIXED_HEX.fullmatch(token) and not _UUID.search(token):
+        return True  # a vendor's word then a long hex key (shpat_..., key-..., dop_v1_...), not a prefixed UUID
+    segments = _SEPARATORS.split(token)
+    if any(len(segment) >= _MIN_SEGMENT and _segment_key_like(segment) for segment in segments):
+        return True
+    # a url-safe token whose "-" and "_" fall often enough to cut it short (few separators, unlike a path)
+    return len(segments) - 1 <= n // 7 and _segment_key_like("".join(segments))
+
+
+def high_entropy_spans(text: str) -> list[tuple[int, int]]:
+    """The (start, end) of each high-entropy token in ``text``."""
+    spans: list[tuple[int, int]] = []
+    for match in RUN.finditer(text):
+        start, end = match.span()
+        while start < end and text[start] in _EDGE:
+            start += 1
+        while end > start and text[end - 1] in _EDGE and not (text[end - 1] == "=" and end - start > 20):
+            end -= 1
+        if is_key_like(text[start:end]) and not _media(match.group()):
+            spans.append((start, end))
+    return spans

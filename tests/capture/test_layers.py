@@ -1,0 +1,162 @@
+"""The three layers one by one: the maintained detector, credential context, high-entropy tokens; decoded
+forms; streams read whole; the entry points for reports (``secret_kinds``) and HTTP capture (``redact_header``)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import uuid
+
+import orjson
+import pytest
+from helpers.secret_corpus import CORPUS, IDENTIFIERS
+
+from otel_agent_replay import Redactor
+from otel_agent_replay.capture import DEFAULT_REDACTOR, KEY_PLACEHOLDER
+from otel_agent_replay.capture._detector import DETECTOR
+from otel_agent_replay.capture._entropy import high_entropy_spans, is_identifier_key
+from otel_agent_replay.capture._layers import may_hold, may_hold_json
+
+redact = DEFAULT_REDACTOR.redact_text
+SAMPLES = {sample.name: sample for sample in CORPUS}
+
+
+def test_the_maintained_detector_names_vendor_formats_no_pattern_of_ours_knows() -> None:
+    for name in ("databricks", "shopify_access", "groq", "digitalocean"):
+        sample = SAMPLES[name]
+        assert DETECTOR.known_tokens(sample.text) == [sample.secret], name
+        assert redact(sample.text) == sample.text.replace(sample.secret, "[REDACTED:known_token]")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [s.name for s in CORPUS if s.name.startswith(("yaml", "ini", "dotenv", "django", "python", "netrc", "pgpass"))]
+    + [s.name for s in CORPUS if s.name.startswith(("xml", "header", "url", "curl", "repr", "json_", "toml", "cli"))],
+)
+def test_credential_context_in_every_common_syntax(name: str) -> None:
+    sample = SAMPLES[name]
+    out = redact(sample.text)
+    assert sample.secret not in out
+    assert "[REDACTED" in out
+    assert out == redact(out)  # idempotent: a second pass changes nothing
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "max token: 5",
+        "the key: it is under the mat",
+        "password: null",
+        "api_key = ${API_KEY}",
+        "token=[REDACTED:credential]",
+        "https://example.com/search?q=keys&code_page=2",
+        "SessionCount = 12",
+    ],
+)
+def test_credential_context_leaves_what_holds_nothing(text: str) -> None:
+    assert "REDACTED:credential" not in redact(text).replace("token=[REDACTED:credential]", "")
+
+
+def test_high_entropy_tokens_go_and_the_identifier_rules_keep_ids() -> None:
+    key = "zq_" + "Qm9Xc2Lp7Rt4Vb8Nk3Fj6Hd1Gs5Wa0Ey"
+    assert redact(f"the vendor's key {key} expires") == "the vendor's key [REDACTED:high_entropy] expires"
+    for identifier in IDENTIFIERS:
+        assert high_entropy_spans(identifier) == [], identifier
+        assert redact(f"see {identifier} now") == f"see {identifier} now"
+    for benign in (
+        "/usr/lib/python3.11/site-packages/otel_agent_replay/capture/_entropy.py",
+        "https://api.example.com/v1/customers/c_17/orders?page=2",
+        "opentelemetry-exporter-otlp-proto-http==1.40.0",
+        "claude-3-5-sonnet-20241022",
+        "get_customer_orders_by_id_v2",
+    ):
+        assert high_entropy_spans(benign) == [], benign
+
+
+def test_a_value_under_an_identifier_key_keeps_its_high_entropy_shape() -> None:
+    ksuid = "2Nq8Rt4Vb7Xc1Lm9Kd3Fj6Hs0Gw5Ya"
+    assert is_identifier_key("order_id") and is_identifier_key("thumbnailB64") and not is_identifier_key("note")
+    out = DEFAULT_REDACTOR({"order_id": ksuid, "note": f"order {ksuid}"})
+    assert out == {"order_id": ksuid, "note": "order [REDACTED:high_entropy]"}
+
+
+def test_decoded_forms_base64_json_url_encoded_and_html_escaped() -> None:
+    for name in ("base64_json", "base64url_json", "url_encoded_pem", "url_encoded_param", "html_json", "html_token"):
+        sample = SAMPLES[name]
+        out = redact(sample.text)
+        assert not any(form in out for form in sample.forms()), (name, out)
+    plain = base64.b64encode(b'{"city": "Paris", "days": 3}').decode()
+    assert redact(f"cursor {plain}") == f"cursor {plain}"  # base64 of clean JSON stays
+
+
+def test_a_stream_is_redacted_as_its_assembled_text_and_its_chunks_stay_consistent() -> None:
+    secret = SAMPLES["vault"].secret
+    text = f"Here it is: {secret} - keep it safe."
+    chunks = [text[i : i + 4] for i in range(0, len(text), 4)]
+    out = DEFAULT_REDACTOR(chunks)
+    assert isinstance(out, list) and len(out) == len(chunks)
+    joined = "".join(str(chunk) for chunk in out)
+    assert secret[5:20] not in joined and "[REDACTED" in joined
+    assert joined == redact(text)  # the redacted chunks, joined, are the redacted whole
+    events = [
+        {"text": "data: " + orjson.dumps({"choices": [{"delta": {"content": c}}]}).decode() + "\n\n"} for c in chunks
+    ]
+    out_events = DEFAULT_REDACTOR({"events": events})
+    assert isinstance(out_events, dict)
+    deltas = [orjson.loads(e["text"][6:])["choices"][0]["delta"]["content"] for e in out_events["events"]]
+    assert "".join(deltas) == redact(text)
+    ids = [str(uuid.UUID(int=n)) for n in range(1, 6)]
+    assert DEFAULT_REDACTOR(ids) == ids  # a list of ids is not read as one text
+
+
+def test_the_gates_rule_out_clean_text_and_keys_decided_by_name() -> None:
+    assert not may_hold("shipped on time to the warehouse")
+    assert may_hold("password: x") and may_hold("a" * 16)
+    assert not may_hold_json('{"prompt_tokens":3,"max_tokens":10}')  # keys are decided by name, not by the gate
+    assert may_hold_json('{"note":"password: x"}') and may_hold_json('{"note":"token=x"}')
+    digest = hashlib.sha256(b"x").hexdigest()
+    assert may_hold_json(f'{{"sha":"{digest}"}}')  # a 16-character run: the layers look, and keep it
+    assert DEFAULT_REDACTOR({"sha": digest}) == {"sha": digest}
+
+
+def test_secret_kinds_name_what_was_found_never_the_value() -> None:
+    sample = SAMPLES["groq"]
+    assert DEFAULT_REDACTOR.secret_kinds(sample.text) == ("known_token",)
+    assert DEFAULT_REDACTOR.secret_kinds({"password": "x1"}) == ("secret_key",)
+    assert DEFAULT_REDACTOR.secret_kinds("nothing here") == ()
+    assert DEFAULT_REDACTOR.secret_kinds("[REDACTED:credential]") == ()  # already redacted: nothing new
+
+
+def test_redact_header_for_http_capture() -> None:
+    for name in ("x-goog-api-key", "X-Amz-Security-Token", "X-Vault-Token", "X-Hub-Signature-256", "Cookie"):
+        assert DEFAULT_REDACTOR.redact_header(name, "anything") == KEY_PLACEHOLDER, name
+    assert DEFAULT_REDACTOR.redact_header("content-type", "application/json") == "application/json"
+    token = SAMPLES["groq"].secret
+    assert DEFAULT_REDACTOR.redact_header("x-debug", f"via {token}") == "via [REDACTED:known_token]"
+    assert Redactor(defaults=False).redact_header("x-goog-api-key", "v") == "v"
+
+
+def test_the_layers_gate_covers_every_field_rule_trigger() -> None:
+    """scan_text skips the field rules when the gate finds nothing: every trigger of theirs must open it."""
+    from otel_agent_replay.capture._value_patterns import FIELD_TRIGGERS
+
+    for word in FIELD_TRIGGERS:
+        assert may_hold(f"the {word.upper()} is here") and may_hold(f"x {word}")
+
+
+def test_the_short_gates_substring_path_agrees_with_the_gate_regex() -> None:
+    """On short text the gates answer by substring tests first: never False where the regex finds something."""
+    import random
+
+    from otel_agent_replay.capture._layers import _GATE, _JSON_GATE
+
+    gate, json_gate = re.compile(_GATE), re.compile(_JSON_GATE)
+    rng = random.Random(5)
+    pieces = ["a", "Z", "9", "-", "_", ".", ":", "=", " ", '"', "%2F", "&amp;", "-u ", "5432", "key", "Token", "\\"]
+    texts = [sample.text[:256] for sample in CORPUS] + [
+        "".join(rng.choice(pieces) for _ in range(rng.randint(1, 60))) for _ in range(3000)
+    ]
+    for text in (t for t in texts if len(t) >= 5):  # shorter text holds no secret: both gates skip it
+        assert may_hold(text) or gate.search(text) is None, text
+        assert may_hold_json(text) or json_gate.search(text) is None, text
