@@ -50,7 +50,8 @@ _LINE_VALUE = re.compile(r"""[ \t]*:[ \t]*(?P<line>[^\s'"][^\r\n'"]*)""")
 _SPACED = re.compile(r"""[ \t]+(?P<word>[^\s'"]+)""")
 _XML_VALUE = re.compile(r"""(?:\s[^<>]*)?>(?P<xml>[^<]+)</""")
 _PGPASS = re.compile(
-    r"(?:^|(?<=[\s\"'=]))[^:\s#\"']+:(?:[0-9]{1,5}|\*):[^:\s]+:[^:\s]+:(?P<pgpass>[^\s\"']+)(?=$|[\s\"'])",
+    # the fields hold no quote or comma, so a timestamp inside JSON ("…T00:00:00Z","k":"","x":true) is not one
+    r"(?:^|(?<=[\s\"'=]))[^:\s#\"',]+:(?:[0-9]{1,5}|\*):[^:\s\"',]+:[^:\s\"',]+:(?P<pgpass>[^\s\"',]+)(?=$|[\s\"'])",
     re.MULTILINE,
 )
 _PGPASS_HINT = re.compile(r":(?:[0-9]{1,5}|\*):")

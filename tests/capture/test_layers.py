@@ -160,3 +160,15 @@ def test_the_short_gates_substring_path_agrees_with_the_gate_regex() -> None:
     for text in (t for t in texts if len(t) >= 5):  # shorter text holds no secret: both gates skip it
         assert may_hold(text) or gate.search(text) is None, text
         assert may_hold_json(text) or json_gate.search(text) is None, text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"created_at":"2026-12-01T00:00:00.000000Z","response":"","done":true,"done_reason":"stop"}',
+        "at 2026-12-01T10:20:30Z, 11:22:33 and 12:00:00:00 the job ran",
+        '["09:00:00","10:00:00","11:00:00","12:00:00"]',
+    ],
+)
+def test_timestamps_in_json_or_prose_are_not_a_pgpass_line(text: str) -> None:
+    assert redact(text) == text
