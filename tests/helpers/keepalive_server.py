@@ -64,9 +64,9 @@ def _serve_connection(conn: socket.socket, counted: KeepAlive, tls: ssl.SSLConte
                     counted.received += len(data)
                 buffer += data
             buffer = buffer[length:]
-            conn.sendall(_ANSWER)
-            with counted.lock:
+            with counted.lock:  # counted before the answer: a client that has its answer sees it counted
                 counted.requests += 1
+            conn.sendall(_ANSWER)
     except OSError:
         return
     finally:
