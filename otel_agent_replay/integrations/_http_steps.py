@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from otel_agent_replay.capture import DEFAULT_REDACTOR
+from otel_agent_replay.capture import DEFAULT_REDACTOR, KEY_PLACEHOLDER
 from otel_agent_replay.core import SideEffect, StepKind
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import ToolSpec
@@ -29,6 +29,12 @@ if TYPE_CHECKING:
     from ._exchange import Request
 
 _specs: dict[tuple[str, SideEffect], ToolSpec] = {}
+_URL_CREDENTIALS = frozenset(
+    {"key", "sig", "code", "x-amz-credential", "x-amz-signature", "x-amz-security-token", "x-goog-credential"}
+    | {"x-goog-signature"}
+)
+"""Query parameters that carry a credential in a URL (Google's ``?key=``, presigned URLs, OAuth ``code``),
+whatever the redactor makes of their names elsewhere."""
 _lock = threading.Lock()
 
 
@@ -84,6 +90,8 @@ def http_args(request: Request) -> dict[str, Any]:
     if request.query:
         query: dict[str, Any] = {}
         for name, value in urllib.parse.parse_qsl(request.query, keep_blank_values=True):
+            if name.lower() in _URL_CREDENTIALS:
+                value = KEY_PLACEHOLDER
             if name in query:
                 held = query[name]
                 query[name] = [*held, value] if isinstance(held, list) else [held, value]

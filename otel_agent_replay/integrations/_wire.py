@@ -37,6 +37,7 @@ RESPONSE_HEADERS = frozenset(
         "openai-processing-ms",
         "openai-version",
         "x-amzn-requestid",
+        "x-amzn-errortype",
         "location",
         "etag",
         "last-modified",

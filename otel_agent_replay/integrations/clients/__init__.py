@@ -3,6 +3,7 @@ from a recorded result. One module a client; each registers its ``patch`` with t
 
 from __future__ import annotations
 
+from ._http_client import patch as patch_http_client
 from ._httpx import patch as patch_httpx
 
-__all__ = ["patch_httpx"]
+__all__ = ["patch_http_client", "patch_httpx"]

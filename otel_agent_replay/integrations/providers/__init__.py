@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from ._anthropic import ANTHROPIC
 from ._base import Provider
+from ._bedrock import BEDROCK
 from ._openai import OPENAI, provider_for_host
 
-PROVIDERS: tuple[Provider, ...] = (ANTHROPIC, OPENAI)
+PROVIDERS: tuple[Provider, ...] = (ANTHROPIC, BEDROCK, OPENAI)
 """Every built-in provider; their routes are matched in this order."""
 
 DEFAULT_ROUTES = tuple(route for provider in PROVIDERS for route in provider.routes)
