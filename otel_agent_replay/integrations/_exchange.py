@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 from opentelemetry import context as otel_context
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY as _SDK_SUPPRESS_KEY
 
 from otel_agent_replay.core import ReplayDivergence
 from otel_agent_replay.instrumentation import (
@@ -46,7 +47,9 @@ from ._wire import StreamRecorder, body_result, kept_headers
 from .providers import provider_for_host
 
 _log = logging.getLogger(__name__)
-_SUPPRESS_KEYS = ("suppress_instrumentation", "suppress_http_instrumentation")
+# The SDK's span processors mark their exports with ``_SUPPRESS_INSTRUMENTATION_KEY``, a key made unique per
+# process ("suppress_instrumentation-<uuid>"); instrumentations also set the plain names.
+_SUPPRESS_KEYS = (_SDK_SUPPRESS_KEY, "suppress_instrumentation", "suppress_http_instrumentation")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 

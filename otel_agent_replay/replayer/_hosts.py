@@ -15,15 +15,13 @@ from contextvars import ContextVar
 from typing import Any
 
 from opentelemetry import context as otel_context
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY as _SDK_SUPPRESS
 
 from otel_agent_replay.core import NetworkBlocked, ReplayWarning
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
 
-try:  # the SDK's span processors mark their exports with this key (a name made unique per process)
-    from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY as _SDK_SUPPRESS
-except ImportError:  # pragma: no cover - an older API
-    _SDK_SUPPRESS = "suppress_instrumentation"
+# the SDK's span processors mark their exports with this key (a name made unique per process)
 _SUPPRESS_KEYS = (_SDK_SUPPRESS, "suppress_instrumentation", "suppress_http_instrumentation")
 
 
