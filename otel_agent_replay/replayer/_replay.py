@@ -47,7 +47,13 @@ from otel_agent_replay.core import (
     ThenName,
     project_settings,
 )
-from otel_agent_replay.instrumentation import current_replay, replay_ended, replay_started, warn_if_replay_active
+from otel_agent_replay.instrumentation import (
+    agent_commit,
+    current_replay,
+    replay_ended,
+    replay_started,
+    warn_if_replay_active,
+)
 from otel_agent_replay.integrations import HttpActivation, HttpRoute, activate
 from otel_agent_replay.recorder import record
 from otel_agent_replay.tape import Run, Tape, load_tape
@@ -274,6 +280,7 @@ class replay(Scope[ReplaySession, _Entered]):
         if session.network_guard is not None:
             network.install()
         if session.child_watch is not None:
+            agent_commit()  # its ``git rev-parse`` (once per process) is ours, not a process the agent started
             children.install()
         http = (
             activate(options.http_routes, http_models=options.http_models, http_side_effects=options.http_side_effects)

@@ -17,6 +17,7 @@ import pytest
 from helpers.child_tools import append_note
 
 from otel_agent_replay import agent_run, record, replay, tool
+from otel_agent_replay.instrumentation import agent_commit
 from otel_agent_replay.replayer import _audit
 
 TESTS = Path(__file__).resolve().parent.parent
@@ -132,3 +133,14 @@ def test_no_process_is_watched_outside_a_replay(recorded: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         subprocess.run(["true"], check=True)  # no replay: nothing to count, no warning
+
+
+def test_the_commit_lookup_of_a_run_is_not_the_agents_process(recorded: Path) -> None:
+    agent_commit.cache_clear()  # as in a fresh process: the first run looks its commit up with git
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with replay(recorded) as session, agent_run("a") as run:
+            ping()
+    assert run.span.attributes is not None and run.span.attributes.get("agent_replay.agent_commit")
+    assert session.stats.child_processes == 0
+    assert not [w for w in caught if "child_processes" in str(w.message)]
