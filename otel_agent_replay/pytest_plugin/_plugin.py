@@ -6,7 +6,11 @@ The ``agent_tape`` fixture (configured by the marker
 ``@pytest.mark.agent_tape(path=None, **replay_options)``) replays the test's tape (strictly by
 default, so with the network guard on) and yields the replay handle; after the test body it
 fails the test on live calls in mode none, real side effects, drift and unused recorded steps
-(each can be switched off with the marker's ``fail_on_*`` options). The tape of a test is by default
+(each can be switched off with the marker's ``fail_on_*`` options). The nightly tier:
+``@pytest.mark.agent_tape(repeat=5, min_pass_rate=0.8)`` runs the test body 5 times, each in a
+fresh replay of the tape (the model live unless ``models=`` says otherwise, the tools replayed),
+and fails the test when fewer than 80% of the repetitions pass, naming the rate and the failing
+repetitions. The tape of a test is by default
 ``tapes/<test module>/[<class>/]<test name>.jsonl`` beside the test module; its name is
 derived from the test id and sanitised, and it must resolve inside the tapes folder (a
 symlinked folder cannot take it elsewhere). One tape per test means no shared writers under
@@ -25,8 +29,8 @@ import re
 import shlex
 import tempfile
 import time
-from collections.abc import Generator, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -70,6 +74,10 @@ class _TapeState:
     checks: dict[str, bool]
     finished: bool = False
     lock: IO[str] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    """The replay's options, to open the same replay again for the next repetition."""
+    given: str | None = None
+    """The marker's tape path, likewise."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -95,7 +103,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "agent_tape(path=None, **options): the test's tape (relative to its tapes folder) and replay() "
         "options such as stub=, allow_unused=, overrides=, fallbacks=; fail_on_live_calls=, "
-        "fail_on_side_effects=, fail_on_drift=, fail_on_unused= switch the end-of-test checks",
+        "fail_on_side_effects=, fail_on_drift=, fail_on_unused= switch the end-of-test checks; repeat=K, "
+        "min_pass_rate=R run the body K times (the model live) and fail below a pass rate R",
     )
     config.addinivalue_line(
         "markers",
@@ -227,6 +236,39 @@ def _lock_tape(path: Path, nodeid: str, *, exclusive: bool) -> IO[str] | None:
 _CHECKS = ("fail_on_live_calls", "fail_on_side_effects", "fail_on_drift", "fail_on_unused")
 
 
+def _repetitions(item: pytest.Item) -> tuple[int, float] | None:
+    """``repeat=`` and ``min_pass_rate=`` of the test's marker, checked; None when it asks for one run."""
+    marker = item.get_closest_marker("agent_tape")
+    if marker is None or ("repeat" not in marker.kwargs and "min_pass_rate" not in marker.kwargs):
+        return None
+    repeat, rate = marker.kwargs.get("repeat", 1), marker.kwargs.get("min_pass_rate", 1.0)
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise ConfigurationError(f"{item.nodeid}: @pytest.mark.agent_tape(repeat={repeat!r}): give a whole number >= 1")
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
+        raise ConfigurationError(
+            f"{item.nodeid}: @pytest.mark.agent_tape(min_pass_rate={rate!r}): give a share from 0 to 1, e.g. 0.8"
+        )
+    return (repeat, float(rate)) if repeat > 1 else None
+
+
+def _open(item: pytest.Item, options: dict[str, Any], checks: dict[str, bool], given: str | None) -> _TapeState:
+    """Open the test's replay (or recording) with the marker's options; a tape it cannot start raises."""
+    config = item.config
+    options = dict(options)
+    mode = options.pop("mode", None) or config.getoption("agent_record_mode") or config.getini("agent_record_mode")
+    path = tape_path_for(item, given)
+    hints = PytestHints(runnable_id(item))
+    context = replay(path, ReplayOptions(hints=hints), mode=mode, **options)
+    writes = context.options.records(path.exists()) or context.options.record_mode == RecordMode.NEW_EPISODES
+    lock = _lock_tape(path, item.nodeid, exclusive=writes)
+    try:
+        session = context.__enter__()
+    except BaseException:
+        _unlock(lock)
+        raise
+    return _TapeState(context, session, checks, lock=lock)
+
+
 @pytest.fixture
 def agent_tape(request: pytest.FixtureRequest) -> Iterator[ReplaySession]:
     """Record or replay this test's tape (see ``--agent-record-mode``); yields the replay handle."""
@@ -238,34 +280,29 @@ def agent_tape(request: pytest.FixtureRequest) -> Iterator[ReplaySession]:
     checks = {name: bool(options.pop(name, True)) for name in _CHECKS}
     if not checks["fail_on_unused"]:
         options.setdefault("allow_unused", True)
-    config = request.config
-    mode = options.pop("mode", None) or config.getoption("agent_record_mode") or config.getini("agent_record_mode")
+    options.pop("min_pass_rate", None)
+    if (options.pop("repeat", 1) or 1) != 1:
+        options.setdefault("models", "live")  # repeating a replayed model proves nothing: it runs again
     path = tape_path_for(request.node, given)
+    mode = options.get("mode") or request.config.getoption("agent_record_mode")
+    mode = mode or request.config.getini("agent_record_mode")
     hints = PytestHints(runnable_id(request.node))
-    context = replay(path, ReplayOptions(hints=hints), mode=mode, **options)
-    writes = context.options.records(path.exists()) or context.options.record_mode == RecordMode.NEW_EPISODES
-    lock = _lock_tape(path, request.node.nodeid, exclusive=writes)
     try:
-        session = context.__enter__()
+        state = _open(request.node, options, checks, given)
     except TapeNotFoundError:
-        _unlock(lock)
         request.node.stash[_NOT_READY] = (
             f"no tape for this test at {path} (mode {mode!r}). Record it once, live: {hints.mode('once')}"
         )
         yield None  # type: ignore[misc]  # pytest_runtest_call fails the test before its body runs
         return
     except TapeStale as exc:
-        _unlock(lock)
         request.node.stash[_NOT_READY] = f"stale tape: {exc}"
         yield None  # type: ignore[misc]
         return
-    except BaseException:
-        _unlock(lock)
-        raise
-    state = _TapeState(context, session, checks, lock=lock)
+    state.options, state.given = options, given
     request.node.stash[_STATE] = state
     try:
-        yield session
+        yield state.session
     finally:
         if not state.finished:  # the test body never ran (a setup error elsewhere)
             state.finished = True
@@ -330,14 +367,62 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:200]
+
+
+def _repeating(item: pytest.Item, body: Callable[..., object], repeat: int, min_rate: float) -> Callable[..., None]:
+    """The test body run ``repeat`` times, each in a fresh replay of the tape; fails below ``min_rate``."""
+
+    def run(**kwargs: Any) -> None:
+        __tracebackhide__ = True
+        failed: list[tuple[int, BaseException]] = []
+        first = item.stash[_STATE]
+        for repetition in range(1, repeat + 1):
+            state = first if repetition == 1 else _open(item, first.options, first.checks, first.given)
+            item.stash[_STATE] = state
+            if "agent_tape" in kwargs:
+                kwargs["agent_tape"] = state.session
+            try:
+                body(**kwargs)
+            except (Exception, pytest.fail.Exception) as exc:
+                _finish(state, failed=True)
+                failed.append((repetition, exc))
+                continue
+            try:
+                _finish(state, failed=False)
+            except AssertionError as exc:
+                failed.append((repetition, exc))
+        passes = repeat - len(failed)
+        rate = passes / repeat
+        item.user_properties.append(("agent_tape_pass_rate", f"{passes}/{repeat}"))
+        if rate + 1e-9 < min_rate:
+            lines = "\n".join(f"  repetition {n}: {_first_line(exc)}" for n, exc in failed)
+            raise AssertionError(
+                f"agent tape: {passes} of {repeat} repetitions passed ({rate:.0%}), below min_pass_rate "
+                f"{min_rate:.0%}; failed repetitions: {', '.join(str(n) for n, _ in failed)}\n{lines}"
+            )
+
+    return run
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     """End the replay right after the test body; a test whose replay could not start fails instead
-    of running (its body never runs live by accident)."""
+    of running (its body never runs live by accident). With ``repeat=`` the body runs that many
+    times, each repetition in a fresh replay."""
     __tracebackhide__ = True
     reason = item.stash.get(_NOT_READY, None)
     if reason is not None:
         pytest.fail(reason, pytrace=False)
+    repetitions = _repetitions(item)
+    state = item.stash.get(_STATE, None)
+    original = getattr(item, "obj", None)
+    repeating = repetitions is not None and state is not None and not state.session.recording and original is not None
+    if repeating:
+        assert repetitions is not None and original is not None
+        item.obj = _repeating(item, original, *repetitions)  # type: ignore[attr-defined]
     try:
         result = yield
     except BaseException:
@@ -345,6 +430,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
         if state is not None and not state.finished:
             _finish(state, failed=True)
         raise
+    finally:
+        if repeating:
+            item.obj = original  # type: ignore[attr-defined]
     state = item.stash.get(_STATE, None)
     if state is not None and not state.finished:
         _finish(state, failed=False)
