@@ -30,7 +30,7 @@ from otel_agent_replay.tape import Run, load_tape
 from ._cases import CaseJob, run_one
 from ._results import RegressCase
 
-__all__ = ["Unit", "parse_shard", "run_parallel", "run_units"]
+__all__ = ["Unit", "check_picklable", "parse_shard", "run_parallel", "run_units"]
 
 Unit = tuple[str, Run, str, int]
 """(tape, recorded run, the new run's temporary tape, repetition)."""
@@ -82,8 +82,8 @@ def _work(unit: tuple[str, str, str, int]) -> RegressCase:
     return run_one(_WORKER["store"], _WORKER["job"], source, _recorded(source, run_id), Path(out), repetition)
 
 
-def run_parallel(location: str, job: CaseJob, units: list[Unit], workers: int) -> list[RegressCase]:
-    """The units in ``workers`` spawned processes, each with its own connection to the store at ``location``."""
+def check_picklable(job: CaseJob, workers: int) -> None:
+    """``ConfigurationError`` when the agent or an evaluator cannot reach a worker process."""
     try:
         pickle.dumps(job)
     except Exception as exc:
@@ -92,6 +92,11 @@ def run_parallel(location: str, job: CaseJob, units: list[Unit], workers: int) -
             f"pickled ({type(exc).__name__}: {exc}); give module-level functions (or name them module:function "
             "on the command line), or run with workers=1"
         ) from None
+
+
+def run_parallel(location: str, job: CaseJob, units: list[Unit], workers: int) -> list[RegressCase]:
+    """The units in ``workers`` spawned processes, each with its own connection to the store at ``location``."""
+    check_picklable(job, workers)
     context = multiprocessing.get_context("spawn")
     work = [(source, recorded.run_id, out, rep) for source, recorded, out, rep in units]
     with ProcessPoolExecutor(

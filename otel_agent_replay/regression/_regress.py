@@ -49,7 +49,7 @@ from otel_agent_replay.tape import Run, load_tape
 
 from ._cases import CaseJob
 from ._evaluators import Evaluator, evaluate
-from ._parallel import Unit, parse_shard, run_parallel, run_units
+from ._parallel import Unit, check_picklable, parse_shard, run_parallel, run_units
 from ._results import RegressResult, RescoredSession
 
 __all__ = ["regress", "rescore"]
@@ -148,6 +148,8 @@ def regress(
         if not callable(judge):
             raise ConfigurationError(f"regress(evaluators=...): {judge!r} is not callable")
     job = CaseJob(agent, judges, agent_version, models, tag, criteria_version)
+    if workers > 1:
+        check_picklable(job, workers)
     with _opened(store) as db, tempfile.TemporaryDirectory(prefix="otel-agent-replay-regress-") as tmp_name:
         location = _location(store, db) if workers > 1 else ""
         tmp = Path(tmp_name)
