@@ -154,7 +154,6 @@ class CaseReport:
 class _Runs:
     agent_name: str | None = None
     input: str | None = None
-    first: int = 0
     outcomes: list[tuple[int, bool]] = field(default_factory=list)
     """(repetition, passed) in repetition order."""
 
@@ -238,7 +237,7 @@ def case_report(
     by_case: dict[str, dict[str | None, _Runs]] = {}
     first_seen: dict[str | None, int] = {}
     for case_id, version, repetition, status, agent, text, started, failed in found:
-        runs = by_case.setdefault(case_id, {}).setdefault(version, _Runs(agent, text, started))
+        runs = by_case.setdefault(case_id, {}).setdefault(version, _Runs(agent, text))
         runs.outcomes.append((int(repetition or 1), status == "success" and not failed))
         first_seen[version] = min(first_seen.get(version, started), started)
     versions = sorted(first_seen, key=lambda v: (first_seen[v], "" if v is None else v))

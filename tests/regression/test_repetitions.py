@@ -14,6 +14,7 @@ from helpers.model_server import FakeProvider, fake_provider
 
 from otel_agent_replay import ConfigurationError, regress
 from otel_agent_replay.cli import main
+from otel_agent_replay.cli._cost import model_price
 from otel_agent_replay.store import CaseVerdict, format_report, open_store, report_rows
 
 K = 20
@@ -97,7 +98,9 @@ def test_verdicts_from_repeated_live_runs_and_the_fail_on_gate(
     assert v2["interval"] == [broken.candidate.low, broken.candidate.high]
     spend = {s["version"]: s for s in data["spend"]}
     assert spend["v1"]["runs"] == 5 * K + 2 and spend["v1"]["tokens_in"] == 12 * (5 * K + 2)
-    assert spend["v2"]["cost_usd"] is None or spend["v2"]["cost_usd"] > 0  # gpt-4o-mini: priced where known
+    # gpt-4o-mini's price from genai-prices: 12 tokens in and 7 out per run
+    assert spend["v1"]["cost_usd"] == pytest.approx(model_price(quiz.MODEL, 12 * (5 * K + 2), 7 * (5 * K + 2)))
+    assert spend["v1"]["cost_usd"] > 0 and spend["v1"]["unpriced_models"] == []
 
     with open_store(store_location) as store:
         text = format_report(report_rows(store, compare=("v1", "v2")), "md")
