@@ -1,10 +1,13 @@
 """Past one process and one machine: ``workers=N`` runs a regression's runs in N processes, and
 ``shard=(I, N)`` keeps the I-th of N deterministic slices of the cases.
 
-Workers are spawned (not forked: the caller's threads, exporters and connections stay its own),
-each opens the store itself (a ``Store`` is one connection, one per process) and writes the runs
-it makes; the agent and the evaluators reach the workers pickled, so they must be module-level
-functions or other picklable callables (the command line's ``module:function`` names are).
+Workers are forked from a fork server (never from the caller: its threads, exporters and
+connections stay its own), which imports this package and the agent's module once, so N workers
+do not each pay the imports. Each opens the store itself (a ``Store`` is one connection, one per
+process) and writes the runs it makes; the agent and the evaluators reach the workers pickled, so
+they must be module-level functions or other picklable callables (the command line's
+``module:function`` names are). Starting the workers costs about one fresh interpreter importing
+the agent (seconds), so workers pay off when the runs' model time is well above that.
 
 Shards split the suite's cases round robin in suite order (the tapes sorted by name, the runs
 in tape order): case i belongs to shard ``i % N + 1``. Every machine of a CI matrix lists the
@@ -97,7 +100,10 @@ def check_picklable(job: CaseJob, workers: int) -> None:
 def run_parallel(location: str, job: CaseJob, units: list[Unit], workers: int) -> list[RegressCase]:
     """The units in ``workers`` spawned processes, each with its own connection to the store at ``location``."""
     check_picklable(job, workers)
-    context = multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    # The fork server imports these once; each worker is forked from it, not started afresh.
+    modules = {getattr(f, "__module__", None) for f in (job.agent, *job.judges)} | {__name__}
+    context.set_forkserver_preload(sorted(m for m in modules if isinstance(m, str) and m != "__main__"))
     work = [(source, recorded.run_id, out, rep) for source, recorded, out, rep in units]
     with ProcessPoolExecutor(
         max_workers=min(workers, len(work)), mp_context=context, initializer=_start, initargs=(location, job)
