@@ -334,7 +334,12 @@ def register(sub: Any) -> None:
         metavar="MODULE:FUNCTION",
         help="a callable judging a RunView (repeatable); built in: tool_success, no_out_of_bounds",
     )
-    cmd.add_argument("--models", choices=("tape", "live"), default="tape", help="model calls from the tape (default)")
+    cmd.add_argument(
+        "--models",
+        choices=("tape", "live"),
+        default=None,
+        help="model calls from the tape (the default) or live (the default with --repeat above 1)",
+    )
     cmd.add_argument("--criteria-version", metavar="X", help="stamped on the evaluations (and the report's pass rate)")
     cmd.add_argument(
         "--rescore",

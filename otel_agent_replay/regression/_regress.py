@@ -111,7 +111,7 @@ def regress(
     agent_version: str,
     store: StoreOption,
     evaluators: Iterable[Evaluator] = (),
-    models: ModelPolicy | ModelPolicyName = "tape",
+    models: ModelPolicy | ModelPolicyName | None = None,
     tag: str | None = None,
     criteria_version: str | None = None,
     repeat: int = 1,
@@ -126,12 +126,13 @@ def regress(
     :param agent_version: the version the new runs are stored under.
     :param store: a ``Store``, a SQLite path or a ``postgresql://`` URL.
     :param evaluators: callables judging each new run's ``RunView`` (see ``tool_success`` …).
-    :param models: ``tape`` (model calls replayed) or ``live``.
+    :param models: ``tape`` (model calls replayed) or ``live``; by default ``tape`` for one run of
+        each case and ``live`` with ``repeat`` above 1 (a replayed model would only repeat itself).
     :param tag: with a suite folder, a tag added to every new session.
     :param criteria_version: stamped on evaluations that carry none.
     :param repeat: runs of each case (k); each is stored with its repetition number (1 to k), so
         ``report`` gives per case a pass rate and, between versions, a verdict. Repetitions are
-        worth it with ``models="live"``: tools stay replayed, only the model runs again.
+        live models (the default then): tools stay replayed, only the model runs again.
     :param workers: processes to run the runs in (spawned; the agent and evaluators are pickled).
     :param shard: ``"I/N"`` or ``(I, N)``: run only the I-th of N deterministic slices of the cases.
     """
@@ -147,6 +148,8 @@ def regress(
     for judge in judges:
         if not callable(judge):
             raise ConfigurationError(f"regress(evaluators=...): {judge!r} is not callable")
+    if models is None:
+        models = "live" if repeat > 1 else "tape"
     job = CaseJob(agent, judges, agent_version, models, tag, criteria_version)
     if workers > 1:
         check_picklable(job, workers)

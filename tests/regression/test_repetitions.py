@@ -126,10 +126,11 @@ def test_workers_run_the_repetitions_in_parallel_processes(provider: FakeProvide
     suite = quiz.record_suite(tmp_path / "suite", ("steady", "dead"), provider.url)
     provider.latency = 0.3
     store = str(tmp_path / "evidence.db")
+    # no models=: with repeat above 1 the model runs live by default
     result = regress(
-        suite, quiz.quiz_v1, agent_version="v1", store=store, evaluators=[quiz.right_answer], models="live",
-        repeat=3, workers=3,
-    )  # fmt: skip
+        suite, quiz.quiz_v1, agent_version="v1", store=store, evaluators=[quiz.right_answer], repeat=3, workers=3
+    )
+    assert provider.draws == {("steady", "v1"): 3, ("dead", "v1"): 3}
     assert provider.max_in_flight > 1, "model calls overlapped: the runs ran in several processes"
     assert [(c.runs, c.passes) for c in result.by_case()] == [(3, 0), (3, 3)]  # dead, steady (tapes by name)
     with open_store(store) as db:
