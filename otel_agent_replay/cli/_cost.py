@@ -66,3 +66,16 @@ def run_cost(steps: tuple[Step, ...]) -> Decimal | None:
 def money(value: Decimal) -> str:
     """``$0.0075``: four significant decimals for small sums."""
     return f"${value:.4f}" if value < 1 else f"${value:.2f}"
+
+
+def model_price(model: str, input_tokens: int, output_tokens: int) -> float | None:
+    """The estimated price in USD of these tokens of ``model`` at today's prices; None when unknown."""
+    genai_prices = _genai_prices()
+    if genai_prices is None or not model:
+        return None
+    usage = genai_prices.Usage(input_tokens=input_tokens, output_tokens=output_tokens)
+    try:
+        found: Any = genai_prices.calc_price(usage, model_ref=model)
+    except LookupError:
+        return None
+    return float(found.total_price)

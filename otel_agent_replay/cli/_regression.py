@@ -6,8 +6,13 @@ data never names anything to import. ``--evaluator tool_success`` and ``no_out_o
 the built-in rules by name. ``--rescore`` judges stored sessions again under
 ``--criteria-version`` without running any agent.
 
-Exit status: 0 done; 1 a metric regressed past a ``--threshold``; 2 a usage, option, import or
-tape error; 3 the evidence store could not be opened, read or written.
+``--repeat K`` runs each case K times (``--models live``: the model again, the tools replayed);
+``--workers N`` runs them in N processes, ``--shard I/N`` only the I-th of N slices of the cases
+(one machine of a CI matrix; ``report`` reads the union of the shards from one store).
+
+Exit status: 0 done; 1 a metric regressed past a ``--threshold``, or a case got a verdict named by
+``--fail-on``; 2 a usage, option, import or tape error; 3 the evidence store could not be opened,
+read or written.
 """
 
 from __future__ import annotations
@@ -17,17 +22,27 @@ import importlib
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
+from otel_agent_replay.comparison import RunView
 from otel_agent_replay.core import ConfigurationError
 from otel_agent_replay.regression import Evaluator, RegressResult, no_out_of_bounds, regress, rescore, tool_success
-from otel_agent_replay.store import Store, report_rows
+from otel_agent_replay.store import CaseVerdict, Evaluation, Store, report_rows
 
 from ._output import dump_json
-from ._store import DB_HELP, STORE_EPILOG, print_report, with_store
+from ._store import (
+    DB_HELP,
+    STORE_EPILOG,
+    add_verdict_arguments,
+    fail_on_verdicts,
+    print_report,
+    verdict_rule,
+    with_store,
+)
 
 BUILT_IN: dict[str, Callable[[], Evaluator]] = {"tool_success": tool_success, "no_out_of_bounds": no_out_of_bounds}
 
@@ -53,13 +68,39 @@ def load_callable(spec: str, what: str) -> Callable[..., Any]:
     return target  # type: ignore[no-any-return]
 
 
+_RESOLVED: dict[str, Any] = {}
+
+
+def _resolve(spec: str) -> Any:
+    if spec not in _RESOLVED:
+        _RESOLVED[spec] = BUILT_IN[spec]() if spec in BUILT_IN else load_callable(spec, "--evaluator")
+    return _RESOLVED[spec]
+
+
+@dataclass(frozen=True)
+class NamedEvaluator:
+    """An evaluator named on the command line: pickled by its name, so ``--workers`` processes can take it."""
+
+    spec: str
+
+    def __call__(self, view: RunView) -> Evaluation | list[Evaluation]:
+        return _resolve(self.spec)(view)  # type: ignore[no-any-return]
+
+    @property
+    def judge_model(self) -> str | None:
+        judge = getattr(_resolve(self.spec), "judge_model", None)
+        return judge if isinstance(judge, str) else None
+
+    @property
+    def __name__(self) -> str:
+        return self.spec
+
+
 def _evaluators(specs: list[str] | None) -> list[Evaluator]:
     out: list[Evaluator] = []
     for spec in specs or ():
-        if spec in BUILT_IN:
-            out.append(BUILT_IN[spec]())
-        else:
-            out.append(load_callable(spec, "--evaluator"))
+        _resolve(spec)  # an evaluator that cannot be imported is an error now, before any run
+        out.append(NamedEvaluator(spec))
     return out
 
 
@@ -74,6 +115,7 @@ def _case_json(result: RegressResult) -> list[dict[str, Any]]:
             "out_of_bounds": list(c.out_of_bounds),
             "error": c.error,
             "problems": list(c.problems),
+            "repetition": c.repetition,
             "evaluations": [
                 {"metric": e.metric, "score": e.score, "passed": e.passed, "explanation": e.explanation}
                 for e in c.evaluations
@@ -99,60 +141,113 @@ def _cmd_regress(args: argparse.Namespace, out: Console, err: Console) -> int:
         )
         return 2
     agent = load_callable(args.agent, "--agent")
+    fail_on = fail_on_verdicts(args.fail_on)
+    rule = verdict_rule(args)
 
     def work(store: Store) -> int:
         result = regress(
             args.suite,
             agent,
             agent_version=args.agent_version,
-            store=store,
+            # worker processes open the store themselves: give them what was given, not this connection
+            store=args.db if args.workers > 1 else store,
             evaluators=evaluators,
             models=args.models,
             tag=args.tag,
             criteria_version=args.criteria_version,
+            repeat=args.repeat,
+            workers=args.workers,
+            shard=args.shard,
         )
+        baseline = args.baseline or result.baseline
         if args.json:
-            dump_json(
-                {
-                    "agent_version": result.agent_version,
-                    "baseline": result.baseline,
-                    "criteria_version": result.criteria_version,
-                    "out_of_bounds_calls": result.out_of_bounds_calls,
-                    "cases": _case_json(result),
-                }
-            )
+            dump_json(_result_json(result, baseline))
         else:
             _print_cases(result, out)
-        if result.baseline is None:
+        if baseline is None:
             if not args.json:
                 out.print("no earlier version among the recorded sessions: nothing to compare with")
+            if fail_on:
+                err.print("[red]error:[/red] --fail-on needs a version to compare with: give --baseline V")
+                return 2
             return 0
         if args.json:
-            return 0 if not args.threshold else _regressed_quietly(store, args, result)
+            if not args.threshold and not fail_on:
+                return 0
+            return _regressed_quietly(store, args, (baseline, result.agent_version), fail_on)
         out.print("")
         return print_report(
             store,
             out,
-            compare=(result.baseline, result.agent_version),
+            compare=(baseline, result.agent_version),
             thresholds=args.threshold,
             criteria_version=args.criteria_version,
+            fail_on=fail_on,
+            rule=rule,
+            err=err,
         )
 
     return with_store(args, err, work)
 
 
-def _regressed_quietly(store: Store, args: argparse.Namespace, result: RegressResult) -> int:
-    assert result.baseline is not None
+def _result_json(result: RegressResult, baseline: str | None) -> dict[str, Any]:
+    return {
+        "agent_version": result.agent_version,
+        "baseline": baseline,
+        "criteria_version": result.criteria_version,
+        "repeat": result.repeat,
+        "shard": None if result.shard is None else f"{result.shard[0]}/{result.shard[1]}",
+        "out_of_bounds_calls": result.out_of_bounds_calls,
+        "by_case": [
+            {
+                "recorded_session": c.recorded_session,
+                "runs": c.runs,
+                "passes": c.passes,
+                "failed_repetitions": list(c.failed_repetitions),
+            }
+            for c in result.by_case()
+        ],
+        "cases": _case_json(result),
+    }
+
+
+def _regressed_quietly(
+    store: Store, args: argparse.Namespace, compare: tuple[str, str], fail_on: tuple[CaseVerdict, ...]
+) -> int:
     report = report_rows(
         store,
-        compare=(result.baseline, result.agent_version),
+        compare=compare,
         thresholds=args.threshold,
         criteria_version=args.criteria_version,
+        cases=True if fail_on else None,
+        rule=verdict_rule(args),
     )
-    return 1 if report.regressed else 0
+    return 1 if report.regressed or report.failing(fail_on) else 0
+
+
+def _print_repeated(result: RegressResult, out: Console) -> None:
+    per_case = result.by_case()
+    runs = sum(c.runs for c in per_case)
+    shard = f" (shard {result.shard[0]}/{result.shard[1]})" if result.shard else ""
+    out.print(
+        f"[bold]regress[/bold] {escape(result.agent_version)} on {len(per_case)} recorded session(s){shard}, "
+        f"{result.repeat} run(s) each: {runs - len(result.failed)} of {runs} run(s) passed, "
+        f"{result.out_of_bounds_calls} out-of-bounds call(s)"
+    )
+    for c in per_case:
+        mark = (
+            "[green]pass[/green]" if c.passes == c.runs else "[yellow]some[/yellow]" if c.passes else "[red]fail[/red]"
+        )
+        failed = f"  failed repetitions: {', '.join(map(str, c.failed_repetitions))}" if c.failed_repetitions else ""
+        out.print(f"  {mark} {escape(c.recorded_session)}: {c.passes}/{c.runs} passed{failed}")
+    for error in sorted({c.error.splitlines()[0] for c in result.cases if c.error})[:5]:
+        out.print(f"      [yellow]{escape(error)}[/yellow]")
 
 
 def _print_cases(result: RegressResult, out: Console) -> None:
+    if result.repeat > 1:
+        _print_repeated(result, out)
+        return
     out.print(
         f"[bold]regress[/bold] {escape(result.agent_version)} on {len(result.cases)} recorded session(s)"
         f"{' (baseline ' + escape(result.baseline) + ')' if result.baseline else ''}: "
@@ -222,7 +317,7 @@ def register(sub: Any) -> None:
         "regress",
         help="run a new agent version on recorded sessions offline (tools replayed, out-of-bounds calls "
         "answered and counted), judge and store it, and compare it with the previous version",
-        epilog=STORE_EPILOG.format(one="1 a metric regressed past a --threshold; "),
+        epilog=STORE_EPILOG.format(one="1 a metric regressed past a --threshold, or a case got a --fail-on verdict; "),
     )
     cmd.add_argument("suite", nargs="?", metavar="SUITE", help="a folder of tapes (see golden), or one tape")
     cmd.add_argument("--agent", metavar="MODULE:FUNCTION", help="the agent to run (it starts its own agent_run)")
@@ -239,7 +334,12 @@ def register(sub: Any) -> None:
         metavar="MODULE:FUNCTION",
         help="a callable judging a RunView (repeatable); built in: tool_success, no_out_of_bounds",
     )
-    cmd.add_argument("--models", choices=("tape", "live"), default="tape", help="model calls from the tape (default)")
+    cmd.add_argument(
+        "--models",
+        choices=("tape", "live"),
+        default=None,
+        help="model calls from the tape (the default) or live (the default with --repeat above 1)",
+    )
     cmd.add_argument("--criteria-version", metavar="X", help="stamped on the evaluations (and the report's pass rate)")
     cmd.add_argument(
         "--rescore",
@@ -249,5 +349,14 @@ def register(sub: Any) -> None:
     cmd.add_argument(
         "--threshold", action="append", metavar="METRIC=DELTA", help="as for report: exit 1 when a metric regresses"
     )
+    cmd.add_argument(
+        "--repeat", type=int, default=1, metavar="K", help="run each case K times, each run stored with its number"
+    )
+    cmd.add_argument("--workers", type=int, default=1, metavar="N", help="run the runs in N processes (default 1)")
+    cmd.add_argument(
+        "--shard", metavar="I/N", help="run only the I-th of N deterministic slices of the cases (a CI matrix)"
+    )
+    cmd.add_argument("--baseline", metavar="V", help="compare with this version (default: the recorded runs' version)")
     cmd.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
+    add_verdict_arguments(cmd)
     cmd.set_defaults(handler=_cmd_regress)

@@ -1,7 +1,8 @@
 """The evidence store commands: ``ingest`` tapes, ``report`` metrics by version, ``golden`` a regression set.
 
-Exit status: 0 done; 1 (``report``) a metric regressed past a ``--threshold``; 2 a usage, option or
-tape error (nothing was written); 3 the store could not be opened, read or written.
+Exit status: 0 done; 1 (``report``) a metric regressed past a ``--threshold``, or a case got a verdict
+named by ``--fail-on``; 2 a usage, option or tape error (nothing was written); 3 the store could not
+be opened, read or written.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from typing import Any, cast
 from rich.console import Console
 from rich.markup import escape
 
-from otel_agent_replay.core import StoreError
-from otel_agent_replay.store import Store, format_report, golden, open_store, report_rows
+from otel_agent_replay.core import ConfigurationError, StoreError
+from otel_agent_replay.store import CaseVerdict, Store, VerdictRule, format_report, golden, open_store, report_rows
 
+from ._cost import model_price
 from ._output import dump_json
 
 EXIT_REGRESSED = 1
@@ -69,6 +71,40 @@ def _cmd_ingest(args: argparse.Namespace, out: Console, err: Console) -> int:
     return with_store(args, err, work)
 
 
+def fail_on_verdicts(specs: list[str] | None) -> tuple[CaseVerdict, ...]:
+    """``--fail-on regressed --fail-on flaky`` or ``--fail-on regressed,flaky`` as verdicts."""
+    out: list[CaseVerdict] = []
+    for spec in specs or ():
+        for name in spec.split(","):
+            name = name.strip().lower()
+            try:
+                out.append(CaseVerdict(name))
+            except ValueError:
+                known = ", ".join(v.value for v in CaseVerdict)
+                raise ConfigurationError(f"--fail-on {name!r}: name verdicts among {known}") from None
+    return tuple(dict.fromkeys(out))
+
+
+def verdict_rule(args: argparse.Namespace) -> VerdictRule:
+    """The verdict options of ``report`` and ``regress``."""
+    return VerdictRule(alpha=args.alpha, confidence=args.confidence, pass_k=args.pass_k, min_runs=args.min_runs)
+
+
+def add_verdict_arguments(cmd: argparse.ArgumentParser) -> None:
+    """``--fail-on`` and the numbers behind per-case verdicts."""
+    cmd.add_argument(
+        "--fail-on",
+        action="append",
+        metavar="VERDICT",
+        help="exit 1 when a case gets this verdict between --compare's versions: regressed (the CI gate), fixed, "
+        "flaky, fail, pass, unknown; repeatable or comma-separated",
+    )
+    cmd.add_argument("--alpha", type=float, default=0.05, help="level of Fisher's exact test per case (0.05)")
+    cmd.add_argument("--confidence", type=float, default=0.95, help="of the Wilson interval of a pass rate (0.95)")
+    cmd.add_argument("--pass-k", type=int, default=5, metavar="K", help="the k of pass^k: k runs all pass (5)")
+    cmd.add_argument("--min-runs", type=int, default=5, metavar="N", help="fewer runs of a case is unknown (5)")
+
+
 def print_report(
     store: Store,
     out: Console,
@@ -79,8 +115,12 @@ def print_report(
     fmt: str = "md",
     tag: str | None = None,
     criteria_version: str | None = None,
+    fail_on: tuple[CaseVerdict, ...] = (),
+    rule: VerdictRule | None = None,
+    err: Console | None = None,
 ) -> int:
-    """Print the report (``format_report``); 1 when a metric regressed past its threshold, else 0."""
+    """Print the report (``format_report``); 1 when a metric regressed past its threshold or a case got a
+    verdict of ``fail_on``, else 0."""
     report = report_rows(
         store,
         by=cast(Any, by),
@@ -88,16 +128,30 @@ def print_report(
         thresholds=thresholds or None,
         tag=tag,
         criteria_version=criteria_version,
+        cases=True if fail_on else None,
+        rule=rule,
+        price=model_price,
     )
     sys.stdout.write(format_report(report, cast(Any, fmt)))  # as is: Markdown for a PR comment, CSV, JSON
     sys.stdout.flush()
-    return EXIT_REGRESSED if report.regressed else 0
+    failing = report.failing(fail_on)
+    if failing and err is not None:
+        names = ", ".join(v.value for v in fail_on)
+        err.print(f"[red]--fail-on {escape(names)}:[/red] {len(failing)} case(s): {escape(', '.join(failing))}")
+    return EXIT_REGRESSED if report.regressed or failing else 0
 
 
 def _cmd_report(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.threshold and not args.compare:
         err.print("[red]error:[/red] --threshold applies to a comparison: give --compare BASELINE CANDIDATE too")
         return 2
+    if args.fail_on and not args.compare:
+        err.print(
+            "[red]error:[/red] --fail-on gates on verdicts between two versions: give --compare BASELINE CANDIDATE"
+        )
+        return 2
+    fail_on = fail_on_verdicts(args.fail_on)
+    rule = verdict_rule(args)
     fmt = "json" if args.json else args.format
 
     def work(store: Store) -> int:
@@ -110,6 +164,9 @@ def _cmd_report(args: argparse.Namespace, out: Console, err: Console) -> int:
             fmt=fmt,
             tag=args.tag,
             criteria_version=args.criteria_version,
+            fail_on=fail_on,
+            rule=rule,
+            err=err,
         )
 
     return with_store(args, err, work)
@@ -159,8 +216,9 @@ def register(sub: Any) -> None:
 
     report = sub.add_parser(
         "report",
-        help="metrics per agent version from the evidence store, and a comparison of two versions",
-        epilog=STORE_EPILOG.format(one="1 a metric regressed past a --threshold; "),
+        help="metrics per agent version from the evidence store, per case the pass rates of repeated runs, and a "
+        "comparison of two versions with a verdict per case",
+        epilog=STORE_EPILOG.format(one="1 a metric regressed past a --threshold, or a case got a --fail-on verdict; "),
     )
     report.add_argument("--db", required=True, metavar="PATH_OR_URL", help=DB_HELP)
     report.add_argument(
@@ -180,6 +238,7 @@ def register(sub: Any) -> None:
     report.add_argument("--criteria-version", metavar="X", help="pass_rate from the evaluations of these criteria only")
     report.add_argument("--format", choices=("md", "csv", "json"), default="md", help="md (default: a PR comment), csv")
     report.add_argument("--json", action="store_true", help="the same as --format json")
+    add_verdict_arguments(report)
     report.set_defaults(handler=_cmd_report)
 
     gold = sub.add_parser(

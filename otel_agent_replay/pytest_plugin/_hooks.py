@@ -66,7 +66,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "agent_tape(path=None, **options): the test's tape (relative to its tapes folder) and replay() "
         "options such as stub=, allow_unused=, overrides=, fallbacks=; fail_on_live_calls=, "
-        "fail_on_side_effects=, fail_on_drift=, fail_on_unused= switch the end-of-test checks",
+        "fail_on_side_effects=, fail_on_drift=, fail_on_unused= switch the end-of-test checks; repeat=K, "
+        "min_pass_rate=R run the body K times (the model live) and fail below a pass rate R",
     )
     config.addinivalue_line(
         "markers",

@@ -27,7 +27,7 @@ import os
 import shlex
 import tempfile
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -176,6 +176,39 @@ def _lock_tape(path: Path, nodeid: str, *, exclusive: bool) -> IO[str] | None:
 _CHECKS = ("fail_on_live_calls", "fail_on_side_effects", "fail_on_drift", "fail_on_unused")
 
 
+def _repetitions(item: pytest.Item) -> tuple[int, float] | None:
+    """``repeat=`` and ``min_pass_rate=`` of the test's marker, checked; None when it asks for one run."""
+    marker = item.get_closest_marker("agent_tape")
+    if marker is None or ("repeat" not in marker.kwargs and "min_pass_rate" not in marker.kwargs):
+        return None
+    repeat, rate = marker.kwargs.get("repeat", 1), marker.kwargs.get("min_pass_rate", 1.0)
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise ConfigurationError(f"{item.nodeid}: @pytest.mark.agent_tape(repeat={repeat!r}): give a whole number >= 1")
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
+        raise ConfigurationError(
+            f"{item.nodeid}: @pytest.mark.agent_tape(min_pass_rate={rate!r}): give a share from 0 to 1, e.g. 0.8"
+        )
+    return (repeat, float(rate)) if repeat > 1 else None
+
+
+def _open(item: pytest.Item, options: dict[str, Any], checks: dict[str, bool], given: str | None) -> TapeState:
+    """Open the test's replay (or recording) with the marker's options; a tape it cannot start raises."""
+    config = item.config
+    options = dict(options)
+    mode = options.pop("mode", None) or config.getoption("agent_record_mode") or config.getini("agent_record_mode")
+    path = tape_path_for(item, given)
+    hints = PytestHints(runnable_id(item))
+    context = replay(path, ReplayOptions(hints=hints), mode=mode, **options)
+    writes = context.options.records(path.exists()) or context.options.record_mode == RecordMode.NEW_EPISODES
+    lock = _lock_tape(path, item.nodeid, exclusive=writes)
+    try:
+        session = context.__enter__()
+    except BaseException:
+        _unlock(lock)
+        raise
+    return TapeState(context, session, checks, lock=lock, options=options, given=given)
+
+
 def tape_fixture(request: pytest.FixtureRequest) -> Iterator[ReplaySession]:
     """The ``agent_tape`` fixture's body: record or replay this test's tape; yields the replay handle."""
     marker = request.node.get_closest_marker("agent_tape")
@@ -186,34 +219,28 @@ def tape_fixture(request: pytest.FixtureRequest) -> Iterator[ReplaySession]:
     checks = {name: bool(options.pop(name, True)) for name in _CHECKS}
     if not checks["fail_on_unused"]:
         options.setdefault("allow_unused", True)
+    options.pop("min_pass_rate", None)
+    if (options.pop("repeat", 1) or 1) != 1:
+        options.setdefault("models", "live")  # repeating a replayed model proves nothing: it runs again
     config = request.config
-    mode = options.pop("mode", None) or config.getoption("agent_record_mode") or config.getini("agent_record_mode")
+    mode = options.get("mode") or config.getoption("agent_record_mode") or config.getini("agent_record_mode")
     path = tape_path_for(request.node, given)
     hints = PytestHints(runnable_id(request.node))
-    context = replay(path, ReplayOptions(hints=hints), mode=mode, **options)
-    writes = context.options.records(path.exists()) or context.options.record_mode == RecordMode.NEW_EPISODES
-    lock = _lock_tape(path, request.node.nodeid, exclusive=writes)
     try:
-        session = context.__enter__()
+        state = _open(request.node, options, checks, given)
     except TapeNotFoundError:
-        _unlock(lock)
         request.node.stash[_NOT_READY] = (
             f"no tape for this test at {path} (mode {mode!r}). Record it once, live: {hints.mode('once')}"
         )
         yield None  # type: ignore[misc]  # pytest_runtest_call fails the test before its body runs
         return
     except TapeStale as exc:
-        _unlock(lock)
         request.node.stash[_NOT_READY] = f"stale tape: {exc}"
         yield None  # type: ignore[misc]
         return
-    except BaseException:
-        _unlock(lock)
-        raise
-    state = TapeState(context, session, checks, lock=lock)
     request.node.stash[_STATE] = state
     try:
-        yield session
+        yield state.session
     finally:
         if not state.finished:  # the test body never ran (a setup error elsewhere)
             state.finished = True
@@ -262,11 +289,58 @@ def _finish(state: TapeState, failed: bool) -> None:
         raise AssertionError(f"agent tape {session.tape_path}: " + "; ".join(problems) + ("\n" + details))
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:200]
+
+
+def _repeating(item: pytest.Item, body: Callable[..., object], repeat: int, min_rate: float) -> Callable[..., None]:
+    """The test body run ``repeat`` times, each in a fresh replay of the tape; fails below ``min_rate``."""
+
+    def run(**kwargs: Any) -> None:
+        __tracebackhide__ = True
+        failed: list[tuple[int, BaseException]] = []
+        first = item.stash[_STATE]
+        for repetition in range(1, repeat + 1):
+            state = first if repetition == 1 else _open(item, first.options, first.checks, first.given)
+            item.stash[_STATE] = state
+            if "agent_tape" in kwargs:
+                kwargs["agent_tape"] = state.session
+            try:
+                body(**kwargs)
+            except (Exception, pytest.fail.Exception) as exc:
+                _finish(state, failed=True)
+                failed.append((repetition, exc))
+                continue
+            try:
+                _finish(state, failed=False)
+            except AssertionError as exc:
+                failed.append((repetition, exc))
+        passes = repeat - len(failed)
+        rate = passes / repeat
+        item.user_properties.append(("agent_tape_pass_rate", f"{passes}/{repeat}"))
+        if rate + 1e-9 < min_rate:
+            lines = "\n".join(f"  repetition {n}: {_first_line(exc)}" for n, exc in failed)
+            raise AssertionError(
+                f"agent tape: {passes} of {repeat} repetitions passed ({rate:.0%}), below min_pass_rate "
+                f"{min_rate:.0%}; failed repetitions: {', '.join(str(n) for n, _ in failed)}\n{lines}"
+            )
+
+    return run
+
+
 def around_call(item: pytest.Item) -> Generator[None, object, object]:
     """Around the body of a test that uses the fixture or the ``agent_conform`` marker (the entry
     point's ``pytest_runtest_call`` delegates here): end the replay right after the body, then check
-    conformance."""
+    conformance. With ``repeat=`` the body runs that many times, each repetition in a fresh replay."""
     __tracebackhide__ = True
+    repetitions = _repetitions(item)
+    state = item.stash.get(_STATE, None)
+    original = getattr(item, "obj", None)
+    repeating = repetitions is not None and state is not None and not state.session.recording and original is not None
+    if repeating:
+        assert repetitions is not None and original is not None
+        item.obj = _repeating(item, original, *repetitions)  # type: ignore[attr-defined]
     try:
         result = yield
     except BaseException:
@@ -274,6 +348,9 @@ def around_call(item: pytest.Item) -> Generator[None, object, object]:
         if state is not None and not state.finished:
             _finish(state, failed=True)
         raise
+    finally:
+        if repeating:
+            item.obj = original  # type: ignore[attr-defined]
     state = item.stash.get(_STATE, None)
     if state is not None and not state.finished:
         _finish(state, failed=False)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Any
 
 import pytest
 
@@ -23,6 +23,10 @@ class TapeState:
     checks: dict[str, bool]
     finished: bool = False
     lock: IO[str] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    """The replay's options, to open the same replay again for the next repetition (``repeat=``)."""
+    given: str | None = None
+    """The marker's tape path, likewise."""
 
 
 PACKAGE = "otel_agent_replay"

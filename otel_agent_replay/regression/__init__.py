@@ -17,9 +17,11 @@ from ._evaluators import (
     required_keys,
     tool_success,
 )
-from ._regress import RegressCase, RegressResult, RescoredSession, regress, rescore
+from ._regress import regress, rescore
+from ._results import CaseRuns, RegressCase, RegressResult, RescoredSession
 
 __all__ = [
+    "CaseRuns",
     "Evaluator",
     "RegressCase",
     "RegressResult",

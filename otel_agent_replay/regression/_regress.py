@@ -15,8 +15,13 @@ When the new run ends, while its span is still open, its ``agent_replay.agent_ve
 is added to the span as a ``gen_ai.evaluation.result`` event, so it reaches the tape and any OTLP
 backend. The new run is then ingested into the store (with the recorded session's tags) and its
 evaluations written as ``eval_record`` rows. Running ``regress`` again under the same
-``agent_version`` replaces that version's earlier run of each case (``Store.delete_session``), so
-a re-run never counts a case twice.
+``agent_version`` replaces that version's earlier runs of each case it ran (``Store.delete_session``),
+so a re-run never counts a case twice.
+
+``repeat=k`` runs each case k times; each run's span carries ``agent_replay.repetition`` (1 to k)
+and its session is stored with the case (the recorded run it replays) and that number, what
+``report`` turns into a pass rate per case and version and a verdict between versions.
+``workers`` and ``shard`` spread the runs over processes and machines (see ``_parallel``).
 
 The agent is called with the recorded input: a JSON object whose keys bind to the agent's
 parameters is passed as keyword arguments (what ``@agent_run`` records for a decorated function
@@ -27,89 +32,29 @@ anything to import or call: the agent is the caller's.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import inspect
 import os
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from opentelemetry.trace import Span
 
 from otel_agent_replay.comparison import RunView
 from otel_agent_replay.core import ConfigurationError, ModelPolicy, ModelPolicyName, TapeNotFoundError
 from otel_agent_replay.core import attributes as A
-from otel_agent_replay.recorder import record
-from otel_agent_replay.replayer import ReplaySession, replay
-from otel_agent_replay.store import Evaluation, Store, open_store, write_session_tape
-from otel_agent_replay.tape import Run, Tape, load_tape
+from otel_agent_replay.store import Store, open_store, write_session_tape
+from otel_agent_replay.tape import Run, load_tape
 
+from ._cases import CaseJob
 from ._evaluators import Evaluator, evaluate
+from ._parallel import Unit, check_picklable, parse_shard, run_parallel, run_units
+from ._results import RegressResult, RescoredSession
 
-__all__ = ["RegressCase", "RegressResult", "RescoredSession", "regress", "rescore"]
+__all__ = ["regress", "rescore"]
 
 StoreOption = Store | str | os.PathLike[str]
-
-
-@dataclass(frozen=True, slots=True)
-class RegressCase:
-    """One recorded run, run again by the new version."""
-
-    recorded_session: str
-    """The recorded run's id (its session in the store, when it was ingested)."""
-    tape: str
-    """The tape the recorded run came from."""
-    session_id: str | None
-    """The new run's session in the store; None when nothing could be stored (see ``error``)."""
-    status: str
-    """The new session's status (``success``, ``failed``), or ``error`` when it was not stored."""
-    out_of_bounds: tuple[str, ...]
-    """Tools whose calls were answered out of bounds, in call order."""
-    evaluations: tuple[Evaluation, ...]
-    error: str | None = None
-    """What the agent or the replay raised (``TapeDrift`` …), or why the run was not stored."""
-    problems: tuple[str, ...] = ()
-    """Evaluators that raised or returned something else than evaluations."""
-
-    @property
-    def passed(self) -> bool:
-        """No error and no evaluation that failed."""
-        return self.error is None and all(e.passed is not False for e in self.evaluations)
-
-
-@dataclass(frozen=True, slots=True)
-class RegressResult:
-    """What ``regress`` did, case by case."""
-
-    agent_version: str
-    baseline: str | None
-    """The agent version most recorded runs of the suite were of: what to compare with."""
-    criteria_version: str | None
-    cases: tuple[RegressCase, ...]
-
-    @property
-    def out_of_bounds_calls(self) -> int:
-        return sum(len(c.out_of_bounds) for c in self.cases)
-
-    @property
-    def failed(self) -> tuple[RegressCase, ...]:
-        """Cases with an error or a failed evaluation."""
-        return tuple(c for c in self.cases if not c.passed)
-
-
-@dataclass(frozen=True, slots=True)
-class RescoredSession:
-    """One stored session judged again by ``rescore``."""
-
-    session_id: str
-    agent_version: str | None
-    evaluations: tuple[Evaluation, ...]
-    problems: tuple[str, ...] = ()
 
 
 @contextmanager
@@ -159,94 +104,6 @@ def _suite(
     return cases
 
 
-def _call_agent(agent: Callable[..., Any], recorded_input: Any) -> Any:
-    try:
-        signature: inspect.Signature | None = inspect.signature(agent)
-    except (TypeError, ValueError):
-        signature = None
-    args: tuple[Any, ...] = () if recorded_input is None else (recorded_input,)
-    kwargs: dict[str, Any] = {}
-    if isinstance(recorded_input, Mapping) and signature is not None:
-        try:
-            signature.bind(**recorded_input)
-        except TypeError:
-            pass
-        else:
-            args, kwargs = (), dict(recorded_input)
-    result = agent(*args, **kwargs)
-    if inspect.iscoroutine(result):
-        return asyncio.run(result)
-    return result
-
-
-def _event_attributes(ev: Evaluation) -> dict[str, Any]:
-    attrs: dict[str, Any] = {A.GEN_AI_EVALUATION_NAME: ev.metric}
-    if ev.score is not None:
-        attrs[A.GEN_AI_EVALUATION_SCORE_VALUE] = float(ev.score)
-    if ev.passed is not None:
-        attrs[A.GEN_AI_EVALUATION_SCORE_LABEL] = "pass" if ev.passed else "fail"
-    if ev.explanation:
-        attrs[A.GEN_AI_EVALUATION_EXPLANATION] = ev.explanation
-    if ev.judge_model:
-        attrs[A.EVALUATION_JUDGE_MODEL] = ev.judge_model
-    if ev.criteria_version:
-        attrs[A.EVALUATION_CRITERIA_VERSION] = ev.criteria_version
-    return attrs
-
-
-class _Case:
-    """The state of one case while the agent runs: filled in by the end-of-run hook."""
-
-    def __init__(self, evaluators: tuple[Evaluator, ...], agent_version: str, criteria_version: str | None) -> None:
-        self.evaluators = evaluators
-        self.agent_version = agent_version
-        self.criteria_version = criteria_version
-        self.session: ReplaySession | None = None
-        self.ended = False
-        self.evaluations: list[Evaluation] = []
-        self.problems: list[str] = []
-
-    def on_run_end(self, span: Span, output: object) -> None:
-        assert self.session is not None
-        self.ended = True
-        span.set_attribute(A.AGENT_VERSION, self.agent_version)
-        self.evaluations, self.problems = evaluate(
-            self.session.view(), self.evaluators, criteria_version=self.criteria_version
-        )
-        for ev in self.evaluations:
-            span.add_event(A.EVALUATION_EVENT, _event_attributes(ev))
-
-
-def _run_case(
-    agent: Callable[..., Any],
-    source: str,
-    recorded: Run,
-    out: Path,
-    case: _Case,
-    models: ModelPolicy | ModelPolicyName,
-) -> tuple[ReplaySession | None, str | None]:
-    """Run the agent on one recorded run; the session and what was raised (as text)."""
-    session: ReplaySession | None = None
-    try:
-        with (
-            record(out),
-            replay(
-                source,
-                run_id=recorded.run_id,
-                on_miss="error_result",
-                side_effects="stub",
-                allow_unused=True,
-                models=models,
-            ) as session,
-        ):
-            case.session = session
-            session.on_run_end = case.on_run_end
-            _call_agent(agent, recorded.input)
-    except Exception as exc:
-        return session, f"{type(exc).__name__}: {exc}"
-    return session, None
-
-
 def regress(
     suite: str | os.PathLike[str] | None,
     agent: Callable[..., Any],
@@ -254,9 +111,12 @@ def regress(
     agent_version: str,
     store: StoreOption,
     evaluators: Iterable[Evaluator] = (),
-    models: ModelPolicy | ModelPolicyName = "tape",
+    models: ModelPolicy | ModelPolicyName | None = None,
     tag: str | None = None,
     criteria_version: str | None = None,
+    repeat: int = 1,
+    workers: int = 1,
+    shard: str | tuple[int, int] | None = None,
 ) -> RegressResult:
     """Run ``agent`` (the new version) on every recorded run of ``suite``, offline, and store what it did.
 
@@ -266,92 +126,77 @@ def regress(
     :param agent_version: the version the new runs are stored under.
     :param store: a ``Store``, a SQLite path or a ``postgresql://`` URL.
     :param evaluators: callables judging each new run's ``RunView`` (see ``tool_success`` …).
-    :param models: ``tape`` (model calls replayed) or ``live``.
+    :param models: ``tape`` (model calls replayed) or ``live``; by default ``tape`` for one run of
+        each case and ``live`` with ``repeat`` above 1 (a replayed model would only repeat itself).
     :param tag: with a suite folder, a tag added to every new session.
     :param criteria_version: stamped on evaluations that carry none.
+    :param repeat: runs of each case (k); each is stored with its repetition number (1 to k), so
+        ``report`` gives per case a pass rate and, between versions, a verdict. Repetitions are
+        live models (the default then): tools stay replayed, only the model runs again.
+    :param workers: processes to run the runs in (spawned; the agent and evaluators are pickled).
+    :param shard: ``"I/N"`` or ``(I, N)``: run only the I-th of N deterministic slices of the cases.
     """
     if not isinstance(agent_version, str) or not agent_version.strip():
         raise ConfigurationError("regress(agent_version=...): give the version the new runs are stored under")
     if not callable(agent):
         raise ConfigurationError(f"regress(agent={agent!r}): give the agent's function")
+    for name, value in (("repeat", repeat), ("workers", workers)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigurationError(f"regress({name}={value!r}): give a whole number, 1 or more")
+    sliced = parse_shard(shard)
     judges = tuple(evaluators)
     for judge in judges:
         if not callable(judge):
             raise ConfigurationError(f"regress(evaluators=...): {judge!r} is not callable")
+    if models is None:
+        models = "live" if repeat > 1 else "tape"
+    job = CaseJob(agent, judges, agent_version, models, tag, criteria_version)
+    if workers > 1:
+        check_picklable(job, workers)
     with _opened(store) as db, tempfile.TemporaryDirectory(prefix="otel-agent-replay-regress-") as tmp_name:
+        location = _location(store, db) if workers > 1 else ""
         tmp = Path(tmp_name)
         runs = _suite(suite, db, tag if suite is None else None, agent_version, tmp)
         versions = Counter(
             run.agent_version for _, run in runs if run.agent_version and run.agent_version != agent_version
         )
         baseline = versions.most_common(1)[0][0] if versions else None
+        if sliced is not None:
+            runs = [case for i, case in enumerate(runs) if i % sliced[1] == sliced[0] - 1]
+        mine = {run.run_id for _, run in runs}
         earlier: dict[str, list[str]] = {}
         for s in db.sessions(agent_version=agent_version):
             replayed = s.extra.get("replay_of")
-            if isinstance(replayed, str):
+            if isinstance(replayed, str) and replayed in mine:
                 earlier.setdefault(replayed, []).append(s.session_id)
-        cases = [
-            _one(db, agent, source, run, tmp / f"run-{i}.jsonl", judges, agent_version, models, tag, criteria_version)
+        units: list[Unit] = [
+            (source, run, str(tmp / f"run-{i}-{rep}.jsonl"), rep)
             for i, (source, run) in enumerate(runs)
+            for rep in range(1, repeat + 1)
         ]
-        for case in cases:
-            if case.session_id is not None:  # this version's earlier run of the case is replaced, not counted twice
-                for old in earlier.get(case.recorded_session, ()):
-                    if old != case.session_id:
-                        db.delete_session(old)
-    return RegressResult(agent_version, baseline, criteria_version, tuple(cases))
+        if workers > 1 and len(units) > 1:
+            cases = run_parallel(location, job, units, workers)
+        else:
+            cases = run_units(db, job, units)
+        new = {c.session_id for c in cases if c.session_id is not None}
+        stored = {c.recorded_session for c in cases if c.session_id is not None}
+        for recorded_session in stored:  # this version's earlier runs of the case are replaced, not counted twice
+            for old in earlier.get(recorded_session, ()):
+                if old not in new:
+                    db.delete_session(old)
+    return RegressResult(agent_version, baseline, criteria_version, tuple(cases), repeat, sliced)
 
 
-def _one(
-    db: Store,
-    agent: Callable[..., Any],
-    source: str,
-    recorded: Run,
-    out: Path,
-    judges: tuple[Evaluator, ...],
-    agent_version: str,
-    models: ModelPolicy | ModelPolicyName,
-    tag: str | None,
-    criteria_version: str | None,
-) -> RegressCase:
-    case = _Case(judges, agent_version, criteria_version)
-    session, error = _run_case(agent, source, recorded, out, case, models)
-    oob = session.out_of_bounds if session is not None else ()
-    evaluations = tuple(case.evaluations)
-
-    def failed(why: str) -> RegressCase:
-        return RegressCase(recorded.run_id, source, None, "error", oob, evaluations, why, tuple(case.problems))
-
-    if not case.ended:
-        return failed(
-            error
-            or f"the agent started no agent_run for recorded run {recorded.run_id}: decorate it with "
-            "@agent_run(...) or open one inside it"
-        )
-    new_runs = [r for r in load_tape(out).runs if r.replay_of == recorded.run_id] if out.exists() else []
-    if len(new_runs) != 1:
-        return failed(error or f"{len(new_runs)} runs replayed recorded run {recorded.run_id}; expected one")
-    new = new_runs[0]
-    try:
-        existing = db.session(new.run_id)
-    except KeyError:
-        existing = None
-    if existing is not None and existing.agent_version != agent_version:
-        return failed(
-            f"the new run's id {new.run_id!r} is already a session of version {existing.agent_version!r}: "
-            "let agent_run mint run ids (do not pass run_id=) so each run is its own session"
-        )
-    try:
-        tags: list[str] = list(db.session(recorded.run_id).tags)
-    except KeyError:
-        tags = []
-    if tag is not None:
-        tags.append(tag)
-    db.ingest(Tape(str(out), (new,)), tags=tags)
-    if evaluations:
-        db.add_evals(new.run_id, evaluations)
-    status = db.session(new.run_id).status
-    return RegressCase(recorded.run_id, source, new.run_id, status, oob, evaluations, error, tuple(case.problems))
+def _location(given: StoreOption, db: Store) -> str:
+    """Where worker processes open the store: the path or URL given, or an open SQLite store's file."""
+    if isinstance(given, (str, os.PathLike)):
+        return os.fspath(given)
+    if db.dialect == "sqlite":
+        return db.location
+    raise ConfigurationError(
+        "regress(workers=...) with a PostgreSQL Store: each worker opens its own connection, so pass the "
+        "postgresql:// URL as store= rather than an open Store"
+    )
 
 
 def rescore(

@@ -2,7 +2,8 @@
 
 ``open_store(path_or_url)`` opens a SQLite file (the default) or a PostgreSQL database
 (``postgresql://…``); ``Store.ingest`` loads tapes into it; ``report_rows`` and ``format_report``
-compare agent versions; ``golden`` writes a regression set of tapes sampled per tag. The four
+compare agent versions, and per case the pass rates of repeated runs with a verdict
+(``case_report``); ``golden`` writes a regression set of tapes sampled per tag. The four
 tables ``agent_session``, ``message``, ``tool_call`` and ``eval_record`` are a contract; see
 ``_schema`` for the rest.
 """
@@ -35,11 +36,25 @@ from ._store import (
     ToolCallRow,
     open_store,
 )
+from ._verdicts import (
+    CaseComparison,
+    CaseRate,
+    CaseReport,
+    CaseVerdict,
+    PriceFn,
+    VerdictRule,
+    VersionSpend,
+    case_report,
+)
 
 __all__ = [
     "LATEST_VERSION",
     "METRICS",
     "OUT_OF_BOUNDS",
+    "CaseComparison",
+    "CaseRate",
+    "CaseReport",
+    "CaseVerdict",
     "EvalRow",
     "Evaluation",
     "EvidenceReport",
@@ -47,13 +62,17 @@ __all__ = [
     "IngestResult",
     "MessageRow",
     "MetricDelta",
+    "PriceFn",
     "SessionRow",
     "Store",
     "StoreError",
     "Threshold",
     "ToolCallRow",
+    "VerdictRule",
     "VersionComparison",
     "VersionMetrics",
+    "VersionSpend",
+    "case_report",
     "format_report",
     "golden",
     "metrics_by",

@@ -29,8 +29,9 @@ _BATCH: Final = 2000
 
 _SESSION_COLS: Final = (
     "session_id, trace_id, agent_name, agent_version, task, input, input_hash, started_at, finished_at, status, "
-    "tags, extra, latency_ms"
+    "tags, extra, latency_ms, case_id, repetition"
 )
+_SESSION_MARKS: Final = ", ".join("?" * len(_SESSION_COLS.split(", ")))
 _SESSION_UPDATE: Final = ", ".join(
     f"{c} = excluded.{c}"
     for c in (
@@ -45,15 +46,16 @@ _SESSION_UPDATE: Final = ", ".join(
         "status",
         "extra",
         "latency_ms",
+        "case_id",
+        "repetition",
     )
 )
 _UPSERT_SESSION: Final = (
-    f"INSERT INTO agent_session ({_SESSION_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    f"INSERT INTO agent_session ({_SESSION_COLS}) VALUES ({_SESSION_MARKS}) "
     f"ON CONFLICT (session_id) DO UPDATE SET {_SESSION_UPDATE}"
 )
 _INSERT_INCOMPLETE: Final = (
-    f"INSERT INTO agent_session ({_SESSION_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-    f"ON CONFLICT (session_id) DO NOTHING"
+    f"INSERT INTO agent_session ({_SESSION_COLS}) VALUES ({_SESSION_MARKS}) ON CONFLICT (session_id) DO NOTHING"
 )
 _UPSERT_SPAN: Final = (
     "INSERT INTO tape_span (trace_id, span_id, session_id, kind, seq, model, input_tokens, output_tokens, otlp_json) "

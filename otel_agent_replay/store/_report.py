@@ -21,8 +21,10 @@ import orjson
 
 from otel_agent_replay.core import ConfigurationError, visible
 
+from ._case_format import case_csv, case_dict, case_markdown
 from ._metrics import METRICS, Grouping, VersionMetrics, metrics_by
 from ._store import Store
+from ._verdicts import CaseReport, CaseVerdict, PriceFn, VerdictRule, case_report, has_repetitions
 
 __all__ = [
     "DIRECTIONS",
@@ -106,10 +108,19 @@ class EvidenceReport:
     by: str
     rows: tuple[VersionMetrics, ...]
     comparison: VersionComparison | None = None
+    cases: CaseReport | None = None
+    """Per case and version rates of repeated runs and, with a comparison, each case's verdict."""
 
     @property
     def regressed(self) -> bool:
         return self.comparison is not None and self.comparison.regressed
+
+    def failing(self, verdicts: Iterable[CaseVerdict | str]) -> tuple[str, ...]:
+        """The cases whose verdict is one of ``verdicts`` (what ``--fail-on`` gates on)."""
+        wanted = tuple(verdicts)
+        if not wanted or self.cases is None:
+            return ()
+        return tuple(c.case_id for c in self.cases.having(*wanted))
 
 
 def _check_metric(name: str, where: str) -> str:
@@ -201,12 +212,17 @@ def report_rows(
     agent_name: str | None = None,
     tag: str | None = None,
     criteria_version: str | None = None,
+    cases: bool | None = None,
+    rule: VerdictRule | None = None,
+    price: PriceFn | None = None,
 ) -> EvidenceReport:
     """Metrics per ``by`` group from the stored rows; with ``compare=(baseline, candidate)``, their deltas.
 
     ``thresholds``: ``["tool_success_rate=0.05", "latency_ms_avg=10%"]``, a ``{metric: amount}``
     mapping, or ``Threshold`` values. ``agent_name``, ``tag`` and ``criteria_version`` narrow what
-    is counted.
+    is counted. ``cases``: the per-case rates of repeated runs (and, with ``compare``, a verdict
+    per case under ``rule``); by default (None) when some case has more than one run of a version.
+    ``price`` estimates what the repeated runs' model steps cost.
     """
     rows = metrics_by(store, by, agent_name=agent_name, tag=tag, criteria_version=criteria_version)
     limits: tuple[Threshold, ...]
@@ -224,7 +240,15 @@ def report_rows(
     if compare is not None:
         baseline, candidate = compare
         comparison = compare_versions(rows, baseline, candidate, limits)
-    return EvidenceReport(by, tuple(rows), comparison)
+    if cases is None:
+        cases = has_repetitions(store, tag=tag, agent_name=agent_name)
+    per_case = None
+    if cases:
+        per_case = case_report(
+            store, compare=compare, rule=rule, tag=tag, agent_name=agent_name, criteria_version=criteria_version,
+            price=price,
+        )  # fmt: skip
+    return EvidenceReport(by, tuple(rows), comparison, per_case)
 
 
 # --- formats ------------------------------------------------------------------------------
@@ -320,6 +344,8 @@ def _as_dict(report: EvidenceReport) -> dict[str, Any]:
                 for d in c.deltas
             },
         }
+    if report.cases is not None:
+        out["cases"] = case_dict(report.cases)
     return out
 
 
@@ -357,6 +383,8 @@ def _markdown(report: EvidenceReport) -> str:
                 f"| {d.metric} | {_number(d.baseline, d.metric)} | {_number(d.candidate, d.metric)} | "
                 f"{_signed(d)} | {limit} | {mark} |"
             )
+    if report.cases is not None:
+        lines += ["", *case_markdown(report.cases)]
     return "\n".join(lines) + "\n"
 
 
@@ -378,6 +406,9 @@ def _csv(report: EvidenceReport) -> str:
     if c is not None:
         cells = [_plain(d.delta) for d in c.deltas]
         writer.writerow([_csv_text(f"delta {c.baseline}..{c.candidate}"), *cells, c.verdict])
+    if report.cases is not None:
+        writer.writerow([])
+        case_csv(report.cases, writer, _csv_text)
     return buffer.getvalue()
 
 

@@ -27,6 +27,7 @@ from otel_agent_replay.core.attributes import (
     GEN_AI_OUTPUT_MESSAGES,
     INPUT_HASH,
     INSTRUMENTATION_NAME,
+    REPETITION,
     RUN_ID,
     SEQ,
     STEP_ID,
@@ -150,7 +151,18 @@ def _session_row(run: Run, tags: list[str], source: str | None) -> tuple[Any, ..
         _json(tags),
         _json({k: v for k, v in extra.items() if v is not None}),
         latency,
+        run.replay_of,
+        _repetition(attrs.get(REPETITION), run.replay_of),
     )
+
+
+def _repetition(value: object, replay_of: str | None) -> int | None:
+    """A replay's repetition number: the attribute when it is a positive whole number, else 1."""
+    if replay_of is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return 1
 
 
 def _tool_outcome(step: Step) -> tuple[str, str | None]:

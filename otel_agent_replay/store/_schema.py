@@ -19,7 +19,12 @@ Added beyond the contract (ARCHITECTURE.md, "Evidence store"):
 - ``eval_record.explanation``: the evaluator's reason (an LLM judge's words, a rule's finding);
 - ``session_tag``: one row per (tag, session), the index behind "sessions by tag";
 - ``tape_span``: every ingested span as one OTLP JSON line with its token counts, so a stored
-  session can be written back as a tape that ``load_tape`` and ``replay`` accept.
+  session can be written back as a tape that ``load_tape`` and ``replay`` accept;
+- ``agent_session.case_id`` and ``agent_session.repetition`` (migration 2): the recorded run a
+  replayed session ran again (its case, from ``agent_replay.replay_of``) and which repetition of
+  ``regress(..., repeat=k)`` it was (``agent_replay.repetition``), what the per-case pass rates and
+  verdicts count. Migration 2 fills them in for sessions stored before it: a replay's case from its
+  ``extra.replay_of``, as repetition 1.
 """
 
 from __future__ import annotations
@@ -37,6 +42,11 @@ _TYPES: Final[dict[Dialect, dict[str, str]]] = {
     "sqlite": {"text": "TEXT", "int": "INTEGER", "real": "REAL", "bool": "INTEGER"},
     "postgresql": {"text": "TEXT", "int": "BIGINT", "real": "DOUBLE PRECISION", "bool": "BOOLEAN"},
 }
+_EXPRESSIONS: Final[dict[Dialect, dict[str, str]]] = {
+    "sqlite": {"replay_of": "json_extract(extra, '$.replay_of')"},
+    "postgresql": {"replay_of": "(extra::jsonb ->> 'replay_of')"},
+}
+"""The few expressions that differ per database, spelled like the types (``{replay_of}``)."""
 
 _V1: Final = (
     """CREATE TABLE agent_session (
@@ -122,8 +132,16 @@ _V1: Final = (
     "CREATE INDEX tape_span_by_session ON tape_span (session_id, seq)",
 )
 
+_V2: Final = (
+    "ALTER TABLE agent_session ADD COLUMN case_id {text}",
+    "ALTER TABLE agent_session ADD COLUMN repetition {int}",
+    "UPDATE agent_session SET case_id = {replay_of}, repetition = 1 WHERE {replay_of} IS NOT NULL",
+    "CREATE INDEX agent_session_by_case ON agent_session (case_id, agent_version)",
+)
+
 MIGRATIONS: Final[tuple[tuple[int, str, tuple[str, ...]], ...]] = (
     (1, "the four contract tables, session_tag and tape_span", _V1),
+    (2, "agent_session.case_id and repetition: repeated runs of a recorded case", _V2),
 )
 """(version, description, statements), in order. A new migration is appended, never edited."""
 
@@ -138,7 +156,7 @@ _PG_LOCK: Final = "SELECT pg_advisory_xact_lock(7254023188112399361)"
 
 
 def _spell(statement: str, dialect: Dialect) -> str:
-    return statement.format(**_TYPES[dialect])
+    return statement.format(**_TYPES[dialect], **_EXPRESSIONS[dialect])
 
 
 def _current(tx: Tx) -> int:

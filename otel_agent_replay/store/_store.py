@@ -48,6 +48,10 @@ class SessionRow:
     extra: dict[str, Any]
     latency_ms: float | None
     """The run's duration (not a contract column: see ``_schema``)."""
+    case_id: str | None = None
+    """The recorded run this session ran again (a replay's ``replay_of``): its case; None for a recording."""
+    repetition: int | None = None
+    """Which repetition of its case this run was (``regress(..., repeat=k)``: 1 to k)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,13 @@ A request whose ``model`` is ``rate-limited`` gets the provider's 429 error body
 gets a 500 when it is the provider's first request, then answers; ``tiny-deltas`` streams its chat
 answer in 4-character deltas with no pause. Every request
 is counted (``FakeProvider.requests``), with its headers, so a test can prove a replay sent none.
+
+A quiz: a chat completion whose last user message starts ``quiz case=C version=V`` is answered
+``right`` or ``wrong`` when ``FakeProvider.odds`` has ``(C, V)``: a probability (the n-th question
+of that case and version is right when ``Random(f"{seed}|{C}|{V}|{n}").random()`` is below it, so a
+run of k questions gives the same answers in any order, from any number of processes) or a
+pattern such as ``"yynyn"`` (the n-th answer is ``pattern[n % len]``). ``latency`` delays every
+quiz answer; ``max_in_flight`` is the most quiz questions answered at once.
 """
 
 from __future__ import annotations
@@ -12,6 +19,8 @@ from __future__ import annotations
 import base64
 import http.server
 import json
+import random
+import re
 import struct
 import threading
 import time
@@ -23,14 +32,50 @@ from typing import Any
 CREATED = 1_764_547_200
 
 
+_QUIZ = re.compile(r"^quiz case=([^\s:]+) version=([^\s:]+)")
+
+
 @dataclass
 class FakeProvider:
     url: str
     requests: list[tuple[str, dict[str, str], dict[str, Any]]] = field(default_factory=list)
+    odds: dict[tuple[str, str], float | str] = field(default_factory=dict)
+    seed: int = 0
+    latency: float = 0.0
+    draws: dict[tuple[str, str], int] = field(default_factory=dict)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def openai_url(self) -> str:
         return self.url + "/v1"
+
+    def quiz(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The answer to a quiz question (see the module's docstring), or None when it is not one."""
+        match = _QUIZ.match(_last_user_text(body))
+        key = (match.group(1), match.group(2)) if match else None
+        if key is None or key not in self.odds:
+            return None
+        odds = self.odds[key]
+        with self.lock:
+            n = self.draws.get(key, 0)
+            self.draws[key] = n + 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if self.latency:
+                time.sleep(self.latency)
+            if isinstance(odds, str):
+                right = odds[n % len(odds)] == "y"
+            else:
+                right = random.Random(f"{self.seed}|{key[0]}|{key[1]}|{n}").random() < odds
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+        answer = chat_completion({**body, "tools": None})
+        answer["choices"][0]["message"]["content"] = "right" if right else "wrong"
+        return answer
 
 
 def _last_user_text(body: dict[str, Any]) -> str:
@@ -290,6 +335,8 @@ def _handler(provider: FakeProvider) -> type[http.server.BaseHTTPRequestHandler]
             elif body.get("model") == "rate-limited":
                 error = {"message": "Rate limit reached for requests", "type": "requests", "param": None}
                 self._json(429, {"error": {**error, "code": "rate_limit_exceeded"}}, {"retry-after": "0"})
+            elif path.endswith("/chat/completions") and not stream and (quiz := provider.quiz(body)) is not None:
+                self._json(200, quiz)
             elif path.endswith("/chat/completions"):
                 if stream:
                     chunks: list[tuple[str | None, str]] = [(None, json.dumps(c)) for c in chat_chunks(body)]

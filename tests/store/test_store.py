@@ -29,7 +29,12 @@ CONTRACT = {
         "criteria_version", "created_at",
     ],
 }  # fmt: skip
-ADDED = {"agent_session": ["latency_ms"], "message": ["step_seq"], "tool_call": [], "eval_record": ["explanation"]}
+ADDED = {
+    "agent_session": ["latency_ms", "case_id", "repetition"],
+    "message": ["step_seq"],
+    "tool_call": [],
+    "eval_record": ["explanation"],
+}
 
 
 def columns(location: str, table: str) -> list[str]:
@@ -84,7 +89,8 @@ def test_schema_version_is_recorded_once_and_a_newer_store_is_refused(store_loca
         assert store.schema_version == LATEST_VERSION
     with open_store(store_location) as store:  # reopening applies nothing again
         assert store.schema_version == LATEST_VERSION
-    assert [r[0] for r in raw(store_location, "SELECT version FROM schema_version")] == [LATEST_VERSION]
+    applied = [r[0] for r in raw(store_location, "SELECT version FROM schema_version ORDER BY version")]
+    assert applied == list(range(1, LATEST_VERSION + 1))
     mark = "%s" if store_location.startswith("postgresql://") else "?"
     raw(
         store_location,

@@ -1,0 +1,62 @@
+"""The nightly tier: ``@pytest.mark.agent_tape(repeat=5, min_pass_rate=0.8)`` runs a test's body five
+times against the live (fake) model with the tools replayed, and passes or fails on the pass rate."""
+
+from __future__ import annotations
+
+import pytest
+from helpers.model_server import fake_provider
+from helpers.quiz_agent import URL_ENV
+
+pytest_plugins = ["pytester"]
+
+NIGHTLY = """
+import os
+
+import openai
+import pytest
+
+from otel_agent_replay import agent_run, tool
+
+@tool(side_effect="read_only")
+def question_of(case: str) -> str:
+    return f"What is the answer to case {case}?"
+
+def ask(case):
+    with agent_run("nightly"):
+        question = question_of(case)
+        client = openai.OpenAI(base_url=os.environ["AGENT_REPLAY_QUIZ_URL"] + "/v1", api_key="sk-test-quiz",
+                               max_retries=0)
+        reply = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": f"quiz case={case} version=nightly: {question}"}]
+        )
+        return reply.choices[0].message.content
+
+@pytest.mark.agent_tape(repeat=5, min_pass_rate=0.8)
+def test_steady(agent_tape):
+    assert ask("steady") == "right"
+
+@pytest.mark.agent_tape(repeat=5, min_pass_rate=0.8)
+def test_shaky(agent_tape):
+    assert ask("shaky") == "right", "the model was wrong"
+"""
+
+
+def test_repeat_passes_five_of_five_and_fails_two_of_five_naming_the_rate(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_nightly=NIGHTLY)
+    with fake_provider() as fp:
+        monkeypatch.setenv(URL_ENV, fp.url)
+        fp.odds.update({("steady", "nightly"): "y", ("shaky", "nightly"): "y"})
+        recorded = pytester.runpytest_subprocess("--agent-record-mode=once")
+        recorded.assert_outcomes(passed=2)  # recording runs each body once
+        assert sum(fp.draws.values()) == 2
+        fp.draws.clear()
+        fp.odds.update({("steady", "nightly"): "yyyyy", ("shaky", "nightly"): "ynnyn"})
+        nightly = pytester.runpytest_subprocess("-rA")
+        assert fp.draws == {("steady", "nightly"): 5, ("shaky", "nightly"): 5}, "five live model calls per test"
+    nightly.assert_outcomes(passed=1, failed=1)
+    text = nightly.stdout.str()
+    assert "PASSED test_nightly.py::test_steady" in text
+    assert "2 of 5 repetitions passed (40%), below min_pass_rate 80%; failed repetitions: 2, 3, 5" in text
+    assert "repetition 2: AssertionError: the model was wrong" in text
