@@ -38,7 +38,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "fetch traces from Jaeger's query API into a tape replay accepts (redacted on the way in)",
     ),
     "ingest": ("_store", "load tapes into the evidence store (idempotent: a span ingested twice is one row)"),
-    "report": ("_store", "metrics per agent version from the evidence store, and a comparison of two versions"),
+    "report": (
+        "_store",
+        "metrics per agent version from the evidence store, per case the pass rates of repeated runs, and a "
+        "comparison of two versions with a verdict per case",
+    ),
     "golden": (
         "_store",
         "write a regression set: stored sessions sampled per tag (failures, edge cases, successes) as tapes",
