@@ -17,6 +17,7 @@ PACKAGE = Path(otel_agent_replay.__file__).parent
 LAYERS: tuple[str, ...] = (
     "core",
     "capture",
+    "conversation",
     "tape",
     "comparison",
     "store",
