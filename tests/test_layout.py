@@ -21,6 +21,7 @@ LAYERS: tuple[str, ...] = (
     "tape",
     "comparison",
     "store",
+    "pages",
     "backends",
     "instrumentation",
     "integrations",

@@ -9,12 +9,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, cast
 
 from rich.console import Console
 from rich.markup import escape
 
 from otel_agent_replay.core import StoreError
+from otel_agent_replay.pages import report_page
 from otel_agent_replay.store import Store, format_report, golden, open_store, report_rows
 
 from ._output import dump_json
@@ -79,6 +81,7 @@ def print_report(
     fmt: str = "md",
     tag: str | None = None,
     criteria_version: str | None = None,
+    out_path: str | None = None,
 ) -> int:
     """Print the report (``format_report``); 1 when a metric regressed past its threshold, else 0."""
     report = report_rows(
@@ -89,8 +92,14 @@ def print_report(
         tag=tag,
         criteria_version=criteria_version,
     )
-    sys.stdout.write(format_report(report, cast(Any, fmt)))  # as is: Markdown for a PR comment, CSV, JSON
-    sys.stdout.flush()
+    # as is: Markdown for a PR comment, CSV, JSON; or one HTML page
+    text = report_page(report) if fmt == "html" else format_report(report, cast(Any, fmt))
+    if out_path:
+        Path(out_path).write_text(text, encoding="utf-8")
+        out.print(f"wrote {escape(out_path)}")
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
     return EXIT_REGRESSED if report.regressed else 0
 
 
@@ -110,6 +119,7 @@ def _cmd_report(args: argparse.Namespace, out: Console, err: Console) -> int:
             fmt=fmt,
             tag=args.tag,
             criteria_version=args.criteria_version,
+            out_path=args.out,
         )
 
     return with_store(args, err, work)
@@ -178,7 +188,13 @@ def register(sub: Any) -> None:
     )
     report.add_argument("--tag", metavar="TAG", help="count only the sessions with this tag")
     report.add_argument("--criteria-version", metavar="X", help="pass_rate from the evaluations of these criteria only")
-    report.add_argument("--format", choices=("md", "csv", "json"), default="md", help="md (default: a PR comment), csv")
+    report.add_argument(
+        "--format",
+        choices=("md", "csv", "json", "html"),
+        default="md",
+        help="md (default: a PR comment), csv, json, or html (one self-contained page with charts)",
+    )
+    report.add_argument("-o", "--out", metavar="FILE", help="write the report to FILE instead of stdout")
     report.add_argument("--json", action="store_true", help="the same as --format json")
     report.set_defaults(handler=_cmd_report)
 
