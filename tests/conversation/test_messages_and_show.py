@@ -57,6 +57,13 @@ def test_model_steps_hold_messages_in_the_conventions_shape(tmp_path: Path, whic
     (answer,) = history[2]["parts"]
     assert answer["type"] == "tool_call_response" and answer["id"] == call["id"]
     assert answer["response"] == "sunny in Paris"
+    if not stream:  # prompt-cache tokens under the conventions' current names (cache_write, not cache_creation)
+        cache = (A.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, A.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS)
+        assert cache == ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_write.input_tokens")
+        if which == "anthropic":
+            assert first[cache[1]] == 25 and cache[0] not in first
+        else:
+            assert first[cache[0]] == 16 and cache[1] not in first
     said = orjson.loads(second[A.GEN_AI_OUTPUT_MESSAGES])
     assert said[0]["role"] == "assistant" and "sunny in Paris" in said[0]["parts"][0]["content"]
 

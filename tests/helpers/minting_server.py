@@ -93,7 +93,12 @@ def openai_json(body: dict[str, Any]) -> dict[str, Any]:
         "model": body.get("model"),
         "system_fingerprint": _fresh("fp_"),
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool else "stop"}],
-        "usage": {"prompt_tokens": 20, "completion_tokens": 9, "total_tokens": 29},
+        "usage": {
+            "prompt_tokens": 20,
+            "completion_tokens": 9,
+            "total_tokens": 29,
+            "prompt_tokens_details": {"cached_tokens": 16},
+        },
     }
 
 
@@ -138,7 +143,12 @@ def anthropic_json(body: dict[str, Any]) -> dict[str, Any]:
         "content": content,
         "stop_reason": "tool_use" if tool else "end_turn",
         "stop_sequence": None,
-        "usage": {"input_tokens": 30, "output_tokens": 12},
+        "usage": {
+            "input_tokens": 30,
+            "output_tokens": 12,
+            "cache_creation_input_tokens": 25,
+            "cache_read_input_tokens": 0,
+        },
     }
 
 
