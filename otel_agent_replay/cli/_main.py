@@ -165,6 +165,9 @@ def render_conversation(run: Run, console: Console, *, full: bool = False) -> No
             console.print(f"  [red]{escape(step.error.type)}: {escape(step.error.message)}[/red]")
         for message in said:
             _print_message(console, message, limit)
+        if not sent and not said and not step.error:  # a model call whose arguments and result carry no messages
+            console.print(f"  [dim]  args {escape(cut(step.args_json or '', limit))}[/dim]")
+            console.print(f"  [magenta]result:[/magenta] {escape(cut(step.result_json or '', limit))}")
         history = signatures + [_signature(m) for m in said]
     if run.output_json is not None:
         console.print(f"  [bold]output[/bold] {escape(cut(run.output_json, limit))}")
