@@ -19,7 +19,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.tree import Tree
 
-from otel_agent_replay.conversation import Message, cut, part_text, said_messages, said_text, sent_messages
+from otel_agent_replay.conversation import (
+    Message,
+    cut,
+    part_text,
+    said_messages,
+    said_text,
+    sent_messages,
+    visible,
+)
 from otel_agent_replay.core import AgentReplayError, TapeFormatError, __version__
 from otel_agent_replay.tape import Run, Step, Tape, load_tape
 
@@ -142,7 +150,7 @@ def render_conversation(run: Run, console: Console, *, full: bool = False) -> No
     answered (text and tool calls), and the tool steps that ran in between."""
     limit = None if full else 200
     console.print(
-        f"[bold]run {escape(run.run_id)}[/bold]  agent {escape(run.agent_name or '?')}"
+        f"[bold]run {escape(run.run_id)}[/bold]  agent {escape(visible(run.agent_name or '?'))}"
         + (f"  input {escape(_short(run.input_json, 100))}" if run.input_json else "")
     )
     history: list[tuple[str, str]] = []
@@ -150,8 +158,8 @@ def render_conversation(run: Run, console: Console, *, full: bool = False) -> No
         if step.kind != "llm":
             outcome = f"{step.error.type}: {step.error.message}" if step.error else (step.result_json or "")
             console.print(
-                f"  [dim]⚙ {escape(step.tool)}({escape(cut(step.args_json or '', limit))})"
-                f" → {escape(cut(outcome, limit))}[/dim]"
+                f"  [dim]⚙ {escape(visible(step.tool))}({escape(cut(step.args_json or '', limit))})"
+                f" → {escape(cut(visible(outcome), limit))}[/dim]"
             )
             continue
         sent = sent_messages(step.tool, step.args, step.attributes)
@@ -160,9 +168,9 @@ def render_conversation(run: Run, console: Console, *, full: bool = False) -> No
         start = len(history) if signatures[: len(history)] == history else 0
         for message in sent[start:]:
             _print_message(console, message, limit)
-        console.print(f"  [dim]── {escape(step.step_id)} {escape(step.model or step.tool)}[/dim]")
+        console.print(f"  [dim]── {escape(visible(step.step_id))} {escape(visible(step.model or step.tool))}[/dim]")
         if step.error:
-            console.print(f"  [red]{escape(step.error.type)}: {escape(step.error.message)}[/red]")
+            console.print(f"  [red]{escape(visible(step.error.type))}: {escape(visible(step.error.message))}[/red]")
         for message in said:
             _print_message(console, message, limit)
         if not sent and not said and not step.error:  # a model call whose arguments and result carry no messages

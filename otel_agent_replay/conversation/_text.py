@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -44,9 +45,17 @@ def said_messages(tool: str, result: Any, attributes: Mapping[str, Any]) -> list
     return found
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """Text safe for a terminal: control characters (an escape sequence's ESC among them) shown as ``\\u001b``."""
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _flat(value: Any) -> str:
     text = value if isinstance(value, str) else orjson.dumps(value).decode("utf-8")
-    return " ".join(text.split())
+    return visible(" ".join(text.split()))
 
 
 def cut(text: str, limit: int | None) -> str:

@@ -14,6 +14,7 @@ from helpers.rawtape import raw_spans
 from helpers.weather_agents import CASES
 from helpers.weather_agents import record_weather as _record
 
+from otel_agent_replay import agent_run, model_call, record
 from otel_agent_replay.cli import main
 from otel_agent_replay.core import attributes as A
 
@@ -94,3 +95,25 @@ def test_show_prints_what_an_anthropic_model_said_and_the_run_as_a_conversation(
     assert main(["show", str(tape), "--json"]) == 0
     (run,) = orjson.loads(capsys.readouterr().out)
     assert run["steps"][0]["result"]["status"] == 200  # --json keeps the step as recorded
+
+
+def test_a_decorated_model_call_gets_messages_and_show_prints_no_control_sequence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    @model_call(provider="test")
+    def chat(model: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        said = "red \x1b[31mALERT\x1b[0m done"
+        return {"choices": [{"index": 0, "message": {"role": "assistant", "content": said}, "finish_reason": "stop"}]}
+
+    tape = tmp_path / "t.jsonl"
+    with record(tape), agent_run("a"):
+        chat("m", [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}])
+    (step,) = [s.attrs for s in raw_spans(tape) if s.attrs.get(A.KIND) == "llm"]
+    sent = orjson.loads(step[A.GEN_AI_INPUT_MESSAGES])
+    _valid(sent)
+    assert [m["role"] for m in sent] == ["system", "user"]
+    _valid(orjson.loads(step[A.GEN_AI_OUTPUT_MESSAGES]))
+    for args in (["show", str(tape)], ["show", str(tape), "--conversation"]):
+        assert main(args) == 0
+        shown = capsys.readouterr().out
+        assert "ALERT" in shown and "\x1b" not in shown and "\\u001b[31m" in shown
