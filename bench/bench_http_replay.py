@@ -15,7 +15,10 @@ Per call, for each client:
 
 - memory: the client's own stack on a response held in memory, no socket and no tape (httpx: an
   ``httpx.MockTransport``; requests: an ``HTTPAdapter`` whose ``send`` wraps the bytes in a
-  ``urllib3.HTTPResponse`` and hands it to ``build_response``, what mocking libraries do);
+  ``urllib3.HTTPResponse`` and hands it to ``build_response``, what mocking libraries do; aiohttp:
+  a connector whose connections are aiohttp's own ``ResponseHandler`` on a transport held in memory,
+  so aiohttp writes the request and parses the answer with its own parser; openai+aiohttp: the
+  openai SDK's aiohttp client, ``DefaultAioHttpClient``, on that connector);
 - memory socket (requests): its whole stack, the urllib3 pool and connection and http.client's parsing,
   on a socket whose answer is held in memory (what a replay still runs: the tape answers below it);
 - live: the same request to the fake provider on 127.0.0.1 (for scale: a real socket round trip);
@@ -29,6 +32,8 @@ whole 4 KB response. Add a client: one entry in ``CLIENTS``.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import io
 import json
 import statistics
@@ -40,10 +45,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx
+import openai
 import requests
 import requests.adapters
 import urllib3
+from aiohttp.client_proto import ResponseHandler
+from openai._vendor.httpx_aiohttp.transport import AiohttpTransport
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -188,9 +197,149 @@ def _requests_on(session: requests.Session) -> Call:
     return call
 
 
+class _MemoryTransport(asyncio.Transport):
+    """An asyncio transport with nothing behind it: each complete request written to it is answered
+    with ``answer``, fed to aiohttp's protocol as if it had arrived."""
+
+    def __init__(self, protocol: ResponseHandler, answer: bytes) -> None:
+        super().__init__()
+        self._protocol = protocol
+        self._answer = answer
+        self._sent = bytearray()
+        self._closing = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self._sent += data
+        while (head_end := self._sent.find(b"\r\n\r\n")) >= 0:
+            length = 0
+            for line in bytes(self._sent[:head_end]).split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            if len(self._sent) < head_end + 4 + length:
+                return
+            del self._sent[: head_end + 4 + length]
+            self._protocol.data_received(self._answer)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def close(self) -> None:
+        if not self._closing:
+            self._closing = True
+            self._protocol.connection_lost(None)
+
+    def abort(self) -> None:
+        self.close()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return default
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+
+class _MemoryConnector(aiohttp.BaseConnector):
+    """aiohttp connections to nowhere: its own protocol on a ``_MemoryTransport``."""
+
+    def __init__(self, payload: bytes, content_type: str) -> None:
+        super().__init__()
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {len(payload)}\r\n\r\n"
+        self._memory_answer = head.encode() + payload
+
+    async def _create_connection(self, req: Any, traces: Any, timeout: Any) -> ResponseHandler:
+        protocol = ResponseHandler(loop=self._loop)
+        protocol.connection_made(_MemoryTransport(protocol, self._memory_answer))
+        return protocol
+
+
+def _on_a_loop(send: Callable[[Any, str, bool], Any], open_client: Callable[[str], Any]) -> Call:
+    """An async client as a ``Call``: its own event loop, the client opened on it (for the base URL) at
+    the first call."""
+    loop = asyncio.new_event_loop()
+    opened: list[Any] = []
+    _loops.append((loop, opened))
+
+    async def once(url: str, stream: bool) -> object:
+        if not opened:
+            opened.append(open_client(url))
+        return await send(opened[0], url, stream)
+
+    return lambda url, stream: loop.run_until_complete(once(url, stream))
+
+
+_loops: list[tuple[asyncio.AbstractEventLoop, list[Any]]] = []
+
+
+def _close_loops() -> None:
+    """Close what the async clients opened, each on its own loop, then the loops."""
+    while _loops:
+        loop, opened = _loops.pop()
+        for client in opened:
+            loop.run_until_complete(client.close())
+        loop.close()
+
+
+async def _aiohttp_send(session: aiohttp.ClientSession, url: str, stream: bool) -> object:
+    async with session.post(url + "/v1/chat/completions", json=_body(stream)) as response:
+        if not stream:
+            return await response.json()
+        return sum([1 async for _ in response.content])  # line by line
+
+
+def _aiohttp_call() -> Call:
+    return _on_a_loop(_aiohttp_send, lambda _url: aiohttp.ClientSession())
+
+
+def _aiohttp_memory(payload: bytes, content_type: str) -> Call:
+    connector = lambda: _MemoryConnector(payload, content_type)  # noqa: E731 (made on the client's loop)
+    return _on_a_loop(_aiohttp_send, lambda _url: aiohttp.ClientSession(connector=connector()))
+
+
+async def _sdk_send(client: openai.AsyncOpenAI, url: str, stream: bool) -> object:
+    body = _body(stream)
+    if not stream:
+        return await client.chat.completions.create(model=body["model"], messages=body["messages"])
+    chunks = await client.chat.completions.create(model=body["model"], messages=body["messages"], stream=True)
+    return sum([1 async for _ in chunks])
+
+
+def _sdk_on(http_client: Callable[[], Any]) -> Callable[[str], openai.AsyncOpenAI]:
+    def open_client(url: str) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(base_url=url + "/v1", api_key="sk-bench", max_retries=0, http_client=http_client())
+
+    return open_client
+
+
+def _sdk_call() -> Call:
+    return _on_a_loop(_sdk_send, _sdk_on(openai.DefaultAioHttpClient))
+
+
+def _sdk_memory(payload: bytes, content_type: str) -> Call:
+    def http_client() -> Any:
+        def session() -> aiohttp.ClientSession:
+            return aiohttp.ClientSession(connector=_MemoryConnector(payload, content_type))
+
+        return openai.DefaultAioHttpClient(transport=AiohttpTransport(client=session))
+
+    return _on_a_loop(_sdk_send, _sdk_on(http_client))
+
+
 CLIENTS: dict[str, Client] = {
     "httpx": Client(_httpx_call, _httpx_memory),
     "requests": Client(_requests_call, _requests_memory, _requests_socket),
+    "aiohttp": Client(_aiohttp_call, _aiohttp_memory),
+    "openai+aiohttp": Client(_sdk_call, _sdk_memory),
 }
 
 
@@ -248,14 +397,86 @@ def bench(name: str, client: Client, calls: int, root: Path) -> list[dict[str, A
     return rows
 
 
+def breakdown(calls: int, root: Path) -> dict[str, float]:
+    """A replayed whole request with aiohttp alone, in parts, CPU µs each (fastest of 5 × ``calls``): the
+    aiohttp capture point's own translation (aiohttp's request → ``Request``; the recorded result →
+    ``ClientResponse``, read with ``json()``) against the client-neutral exchange (``intercept`` and
+    the replay session's decision), with replay spans on and off."""
+    from otel_agent_replay.integrations._exchange import intercept
+    from otel_agent_replay.integrations.clients import _aiohttp as capture
+
+    tape = root / "aiohttp-breakdown.jsonl"
+    with fake_provider() as fp:
+        call = _aiohttp_call()
+        with record(tape), agent_run("bench"):
+            for _ in range(calls + 1):
+                call(fp.url, False)
+        url = fp.url
+
+    class Taken(Exception):
+        pass
+
+    async def go() -> dict[str, float]:
+        taken: list[Any] = []
+
+        async def take(request: Any, handler: Any) -> Any:
+            taken.append(request)
+            raise Taken
+
+        async with aiohttp.ClientSession(middlewares=(take,)) as session:
+            with contextlib.suppress(Taken):
+                await session.post(url + "/v1/chat/completions", json=_body(False))
+        request, body = taken[0], await capture._request_body(taken[0])
+        out: dict[str, list[float]] = {}
+
+        async def timed(name: str, step: Callable[[], Any]) -> None:
+            start = time.process_time()
+            for _ in range(calls):
+                await step()
+            out.setdefault(name, []).append((time.process_time() - start) / calls * 1e6)
+
+        async def decide() -> object:
+            exchange = intercept(capture._request(request, body))
+            assert exchange is not None
+            return await exchange.answer_async(_never)
+
+        async def translate() -> object:
+            return capture._request(request, await capture._request_body(request))
+
+        result: object = None
+        for _ in range(5):
+            for spans in (True, False):
+                with replay(tape, spans=spans, allow_unused=True):
+                    result = await decide()
+                    await timed(f"exchange, spans {'on' if spans else 'off'}", decide)
+
+            async def respond(result: object = result) -> object:
+                return await capture.build_response(result, request).json()
+
+            await timed("aiohttp request → Request", translate)
+            await timed("result → ClientResponse, json()", respond)
+        return {name: round(min(values), 1) for name, values in out.items()}
+
+    return asyncio.run(go())
+
+
+async def _never() -> dict[str, Any]:
+    raise AssertionError("a hit never sends")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--clients", nargs="*", default=list(CLIENTS), choices=list(CLIENTS))
+    parser.add_argument("--breakdown", action="store_true", help="time the parts of a replayed aiohttp request")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-http-replay-"))
     rows = [row for name in args.clients for row in bench(name, CLIENTS[name], args.calls, root)]
+    _close_loops()
     print(json.dumps(rows, indent=2))
+    if args.breakdown:
+        print("a replayed aiohttp request, CPU µs:", json.dumps(breakdown(args.calls, root), ensure_ascii=False))
+        _close_loops()
 
 
 if __name__ == "__main__":

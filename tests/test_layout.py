@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 import importlib
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,20 +98,60 @@ def test_other_subpackages_are_reached_through_their_init() -> None:
 
 
 def test_the_top_level_defines_nothing() -> None:
+    """The top level only re-exports, each name on first use: its imports (under ``TYPE_CHECKING``, for
+    type checkers), the table ``_HOMES`` the lazy lookup reads, and ``__all__`` name the same things."""
     tree = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
+    lazy = {"TYPE_CHECKING", "_HOMES", "_WHERE", "__getattr__", "__dir__", "__all__"}
+    checking = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    lookup = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "not TYPE_CHECKING")
     defined = [
         type(node).__name__
-        for node in tree.body
-        if not isinstance(node, (ast.ImportFrom, ast.Import, ast.Expr))
-        and not (
-            isinstance(node, ast.Assign) and [t.id for t in node.targets if isinstance(t, ast.Name)] == ["__all__"]
-        )
+        for node in [*tree.body, *lookup.body]
+        if not isinstance(node, (ast.ImportFrom, ast.Import, ast.Expr, ast.If))
+        and not (isinstance(node, ast.FunctionDef) and node.name in lazy)
+        and not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _target_names(node) <= lazy)
     ]
     assert defined == []
-    imported = {
-        alias.asname or alias.name for node in tree.body if isinstance(node, ast.ImportFrom) for alias in node.names
-    }
-    assert set(otel_agent_replay.__all__) == imported - {"annotations"}
+    assert all(isinstance(node, ast.ImportFrom) for node in checking.body)
+    homes = {(home, name) for home, names in otel_agent_replay._HOMES.items() for name in names}
+    assert homes == set(_pairs(checking)), "_HOMES and the TYPE_CHECKING imports disagree"
+    assert set(otel_agent_replay.__all__) == {name for _, name in homes}
+
+
+def _target_names(node: ast.Assign | ast.AnnAssign) -> set[str]:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return {t.id for t in targets if isinstance(t, ast.Name)} or {"?"}
+
+
+def _pairs(checking: ast.If) -> list[tuple[str, str]]:
+    return [
+        ((node.module or "").removeprefix("otel_agent_replay."), alias.asname or alias.name)
+        for node in checking.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    ]
+
+
+def test_every_public_name_is_there_on_first_use_and_only_then() -> None:
+    """In a fresh interpreter ``import otel_agent_replay`` imports none of the subpackages; a public name
+    asked for is its subpackage's own object, and only its subpackage (and what that needs) is imported."""
+    probe = (
+        "import sys, otel_agent_replay as p\n"
+        "before = sorted(m for m in sys.modules if m.startswith('otel_agent_replay.'))\n"
+        "from otel_agent_replay import load_tape\n"
+        "from otel_agent_replay.tape import load_tape as own\n"
+        "after = sorted(m.split('.')[1] for m in sys.modules if m.startswith('otel_agent_replay.'))\n"
+        "print(before, load_tape is own, p.load_tape is own, sorted(set(after)))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[] True True ['_version', 'capture', 'core', 'tape']"
+    where = {name: home for home, names in otel_agent_replay._HOMES.items() for name in names}
+    for name in otel_agent_replay.__all__:
+        home = where[name]
+        assert getattr(otel_agent_replay, name) is getattr(importlib.import_module(f"otel_agent_replay.{home}"), name)
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        otel_agent_replay.nothing_here  # noqa: B018
+    assert set(otel_agent_replay.__all__) <= set(dir(otel_agent_replay))
 
 
 def test_modules_inside_subpackages_are_private() -> None:

@@ -11,15 +11,16 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from otel_agent_replay.replayer import CHANGED, ERROR, OK, conform, load_tools
+from otel_agent_replay.replayer import CHANGED, ERROR, OK, REFUSED, conform, load_tools
 
 from ._output import dump_json
 
 CONFORM_EPILOG = (
     "Importing the module named by --tools is your explicit choice: it is your code. Only tools that "
-    "declare side_effect='read_only' (and are not recorded otherwise) are called; tape data never names "
+    "declare side_effect='read_only' (and are not recorded otherwise) are called, under the replay's side-effect "
+    "gate: a tool that is not read-only called from inside one is refused and reported; tape data never names "
     "a module or a function. exit status: 0 every tool called answered in the recorded shape, 1 a finding "
-    "(missing key, new key, type change, error status), 2 a usage or tape error."
+    "(missing key, new key, type change, error status, refused side effect), 2 a usage or tape error."
 )
 
 
@@ -34,7 +35,7 @@ def _cmd_conform(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.json:
         dump_json(result.to_json())
         return status
-    colour = {OK: "green", CHANGED: "red", ERROR: "red"}
+    colour = {OK: "green", CHANGED: "red", ERROR: "red", REFUSED: "red"}
     for tool in result.tools:
         c = colour.get(tool.status, "yellow")
         reason = f" ({escape(tool.reason)})" if tool.reason and tool.status != ERROR else ""

@@ -1,7 +1,6 @@
-"""The ``otel-agent-replay`` command: ``show``, ``demo``; ``diff``, ``stats``, ``check`` (``_regress``);
-``push``, ``pull`` (``_backends``); ``ingest``, ``report``, ``golden`` (``_store``); ``regress`` (``_regression``).
-
-``main(argv) -> int`` is the whole command, so it is tested by calling it.
+"""The commands ``show`` and ``demo`` (the others: ``diff``, ``stats``, ``check`` in ``_regress``; ``push``,
+``pull`` in ``_backends``; ``ingest``, ``report``, ``golden`` in ``_store``; ``regress`` in ``_regression``;
+``conform`` in ``_conform``). The command's entry point, ``main``, is in ``_entry``.
 """
 
 from __future__ import annotations
@@ -10,7 +9,6 @@ import argparse
 import os
 import shutil
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +24,12 @@ from otel_agent_replay.conversation import (
     said_messages,
     said_text,
     sent_messages,
-    visible,
 )
-from otel_agent_replay.core import AgentReplayError, TapeFormatError, __version__
+from otel_agent_replay.core import TapeFormatError, visible
 from otel_agent_replay.tape import Run, Step, Tape, load_tape
 
-from . import _backends, _conform, _fork, _regress, _regression, _store
 from ._cost import money, run_cost, step_cost
-from ._output import PipeConsole, dump_json
+from ._output import dump_json
 
 SHORT = 60
 
@@ -341,14 +337,8 @@ def command_name() -> str:
 _ALWAYS_SHOWN = frozenset({"mode", "live_tool_calls", "real_side_effects", "drift_events"})
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the whole command."""
-    parser = argparse.ArgumentParser(
-        prog="otel-agent-replay",
-        description="Record AI agent runs as OpenTelemetry spans; look at the tapes.",
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+def register(sub: Any) -> None:
+    """Add ``show`` and ``demo`` to the command's subparsers."""
     show = sub.add_parser("show", help="print each run of a tape as a tree of steps")
     show.add_argument("tape", help="a tape: OTLP JSON Lines, OTLP JSON or Jaeger JSON")
     show.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
@@ -367,48 +357,3 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--out", default="demo-out", help="folder for the tape and the report (default: demo-out)")
     demo.set_defaults(handler=_cmd_demo)
-    _regress.register(sub)
-    _backends.register(sub)
-    _store.register(sub)
-    _regression.register(sub)
-    _conform.register(sub)
-    _fork.register(sub)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    # Into a pipe or a file, lines are not wrapped: what is printed stays greppable.
-    # (and not cropped at 80 columns: a tree label keeps its tokens and cost at the end of the line)
-    out = PipeConsole(highlight=False, soft_wrap=not sys.stdout.isatty(), width=None if sys.stdout.isatty() else _WIDE)
-    err = PipeConsole(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
-    try:
-        return int(args.handler(args, out, err))
-    except AgentReplayError as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}")
-        return 2
-    except BrokenPipeError:
-        return _reader_went_away()
-
-
-_WIDE = 4000
-
-BROKEN_PIPE = 141
-"""Exit status when the reader of our output went away (``show --json | head``): 128 + SIGPIPE, as a shell reports."""
-
-
-def _reader_went_away() -> int:
-    """The pipe we wrote to was closed: stop quietly, and keep Python's exit-time flush from complaining."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):
-        pass
-    return BROKEN_PIPE
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

@@ -3,15 +3,33 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
+
+from otel_agent_replay.core import CONTROL_CHARACTERS, visible
 
 
 class PipeConsole(Console):
-    """A rich ``Console`` that lets a closed pipe end the command the way ``main`` ends it for JSON
-    (quietly, with 141) instead of rich's own ``SystemExit(1)``."""
+    """A rich ``Console`` for the commands' human output.
+
+    Every piece of text it renders has its control characters shown as escapes (``core.visible``):
+    tape data (tool and agent names, arguments, results, exception messages) never reaches the
+    terminal as an escape sequence, whichever command prints it and however (a string, a tree, a
+    table). The console's own styling is added after, so colours still work. A closed pipe ends
+    the command the way ``main`` ends it for JSON (quietly, with 141) instead of rich's own
+    ``SystemExit(1)``.
+    """
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control is None and CONTROL_CHARACTERS.search(segment.text):
+                yield Segment(visible(segment.text), segment.style)
+            else:
+                yield segment
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
@@ -19,6 +37,6 @@ class PipeConsole(Console):
 
 
 def dump_json(data: Any) -> None:
-    """Write ``data`` as indented JSON and a newline to standard output."""
+    """Write ``data`` as indented JSON and a newline to standard output (exact: nothing is escaped but JSON's own)."""
     sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
     sys.stdout.flush()

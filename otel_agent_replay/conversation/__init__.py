@@ -10,7 +10,7 @@ from __future__ import annotations
 from ._parts import Message, Part, chat_messages, dumps
 from ._shapes import Prompt, answer_body, answer_of, prompt_of
 from ._streams import assemble, is_stream, payloads
-from ._text import cut, part_text, said_messages, said_text, sent_messages, visible
+from ._text import cut, part_text, said_messages, said_text, sent_messages
 
 __all__ = [
     "Message",
@@ -29,5 +29,4 @@ __all__ = [
     "said_messages",
     "said_text",
     "sent_messages",
-    "visible",
 ]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._parts import Message, Part, block_parts, chat_message, chat_messages, instructions, text
-from ._streams import assemble, is_stream
+from ._streams import assemble, assemble_payloads, is_stream
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +208,10 @@ def answer_body(route: str, result: object) -> Any:
     if is_stream(result):
         return assemble(route, result)  # type: ignore[arg-type]
     if isinstance(result, Mapping) and isinstance(result.get("status"), int) and "headers" in result:
-        return result.get("body")
+        body = result.get("body")
+        if isinstance(body, list) and route.startswith("gemini."):  # a stream as one JSON array
+            return assemble_payloads(route, body)
+        return body
     return result
 
 

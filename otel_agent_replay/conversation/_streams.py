@@ -61,7 +61,12 @@ def is_stream(result: object) -> bool:
 def assemble(route: str, result: Mapping[str, Any]) -> Any:
     """The answer a recorded stream adds up to, shaped like the route's non-streamed body; for a route
     whose stream this module does not know, the list of its events' payloads."""
-    events = list(payloads(result))
+    return assemble_payloads(route, list(payloads(result)))
+
+
+def assemble_payloads(route: str, events: list[Any]) -> Any:
+    """The answer a list of stream payloads adds up to (Gemini answers a stream without ``alt=sse`` as
+    one JSON array of them)."""
     for prefix, assembler in _ASSEMBLERS:
         if route.startswith(prefix):
             return assembler(events)

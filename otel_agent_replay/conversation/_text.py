@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
+
+from otel_agent_replay.core import visible
 
 from ._parts import Message, chat_messages
 from ._shapes import answer_of, prompt_of
@@ -43,14 +44,6 @@ def said_messages(tool: str, result: Any, attributes: Mapping[str, Any]) -> list
     if found is None:
         found = answer_of(tool, result) or []
     return found
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def visible(text: str) -> str:
-    """Text safe for a terminal: control characters (an escape sequence's ESC among them) shown as ``\\u001b``."""
-    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _flat(value: Any) -> str:

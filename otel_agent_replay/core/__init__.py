@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from otel_agent_replay._version import __version__
+
 from . import attributes
 from ._choices import (
     DECLARABLE_SIDE_EFFECTS,
@@ -58,9 +60,10 @@ from ._errors import (
 from ._files import MAX_BLOB_BYTES, MAX_LINE_BYTES, open_regular, read_regular
 from ._project import ProjectSettings, find_pyproject, project_settings
 from ._scope import Scope
-from ._version import __version__
+from ._text import CONTROL_CHARACTERS, visible
 
 __all__ = [
+    "CONTROL_CHARACTERS",
     "DECLARABLE_SIDE_EFFECTS",
     "MAX_BLOB_BYTES",
     "MAX_LINE_BYTES",
@@ -119,4 +122,5 @@ __all__ = [
     "open_regular",
     "project_settings",
     "read_regular",
+    "visible",
 ]

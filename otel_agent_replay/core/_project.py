@@ -27,11 +27,6 @@ from typing import Any
 
 from ._errors import ConfigurationError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 TABLE = "otel-agent-replay"
 
 
@@ -92,6 +87,11 @@ def _strings(path: Path, key: str, value: Any) -> tuple[str, ...]:
 
 
 def _read(path: Path) -> ProjectSettings:
+    # imported here: the TOML parser costs every import of the package, and few processes read a pyproject.toml
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

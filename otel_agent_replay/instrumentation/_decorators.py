@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from typing import Any, TypeVar, cast, overload
 
@@ -20,6 +21,7 @@ from ._runtime import current_recording, current_replay
 from ._spec import SPEC_ATTRIBUTE, ToolSpec, make_spec, tool_spec
 from ._steps import begin_step
 from ._streams import record_stream, record_stream_async
+from ._unwrap import unwrap_twin
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -106,7 +108,26 @@ def _wrap(fn: F, spec: ToolSpec) -> F:
 
         wrapper = sync_wrapper
     setattr(wrapper, SPEC_ATTRIBUTE, spec)
+    if not hasattr(fn, "__qualname__"):  # a partial: named by the tool's name
+        wrapper.__name__ = wrapper.__qualname__ = spec.name
+    wrapper.__wrapped__ = unwrap_twin(fn, spec)  # type: ignore[attr-defined]
     return cast(F, wrapper)
+
+
+def _callable_object(f: Any) -> tuple[Any, str | None]:
+    """What to decorate for ``f``, and its default name: an object with ``__call__`` (not a function, a
+    class or a partial) is decorated as its bound ``__call__`` and named by its class."""
+    if inspect.isroutine(f) or inspect.isclass(f) or isinstance(f, functools.partial) or not callable(f):
+        return f, None
+    return f.__call__, type(f).__name__
+
+
+def _named_as(wrapper: F, given: Any, default: str | None) -> F:
+    """Name the wrapper of an object's bound ``__call__`` by the object's class."""
+    if default is not None:
+        wrapper.__name__ = default
+        wrapper.__qualname__ = type(given).__qualname__
+    return wrapper
 
 
 @overload
@@ -147,14 +168,14 @@ def tool(
     chunk by chunk) and methods.
     """
 
-    def decorate(f: F) -> F:
-        inner = tool_spec(f)
-        if inner is not None:  # decorated twice: one step, not two; the outer options win
-            f = f.__wrapped__  # type: ignore[attr-defined]
-            return decorate_spec(f, inner)
+    def decorate(given: F) -> F:
+        inner = tool_spec(given)
+        if inner is not None and inner.function is not None:  # decorated twice: one step; the outer options win
+            return decorate_spec(cast(F, inner.function), inner)
+        f, default = _callable_object(given)
         spec = make_spec(
             f,
-            name=name,
+            name=name or default,
             kind=StepKind.TOOL,
             side_effect=side_effect,
             version=version,
@@ -163,7 +184,7 @@ def tool(
             result_type=result_type,
             key_ignore=key_ignore,
         )
-        return _wrap(f, spec)
+        return cast(F, _named_as(_wrap(f, spec), given, default))
 
     def decorate_spec(f: F, inner: ToolSpec) -> F:
         spec = make_spec(
@@ -218,13 +239,13 @@ def model_call(
     paths left out of the call key (``"@model_volatile"``: the volatile fields of model requests).
     """
 
-    def decorate(f: F) -> F:
-        inner = tool_spec(f)
-        if inner is not None:  # decorated twice: one step, not two
-            f = f.__wrapped__  # type: ignore[attr-defined]
+    def decorate(given: F) -> F:
+        inner = tool_spec(given)
+        # decorated twice: one step, not two
+        f, default = (inner.function, None) if inner and inner.function else _callable_object(given)
         spec = make_spec(
             f,
-            name=name or (inner.name if inner else None),
+            name=name or (inner.name if inner else default),
             kind=StepKind.LLM,
             side_effect=None,
             version=version,
@@ -235,6 +256,6 @@ def model_call(
             result_type=result_type,
             key_ignore=key_ignore,
         )
-        return _wrap(f, spec)
+        return cast(F, _named_as(_wrap(f, spec), given, default))
 
     return decorate(fn) if fn is not None else decorate

@@ -161,25 +161,28 @@ def make_spec(
     """Check a tool's declaration and build its spec (``ConfigurationError`` when invalid)."""
     if not callable(fn):
         raise ConfigurationError(f"@{'tool' if kind == StepKind.TOOL else 'model_call'} needs a function, got {fn!r}")
+    # A partial has no name of its own: it is named by its function.
+    named: Any = fn if hasattr(fn, "__qualname__") else getattr(fn, "func", fn)
+    qualname = getattr(named, "__qualname__", None) or type(fn).__qualname__
     declared = None
     if side_effect is not None:
-        where = f"@tool on {getattr(fn, '__qualname__', fn)!r}"
+        where = f"@tool on {qualname!r}"
         declared = choice(SideEffect, side_effect, where, "side_effect", allowed=DECLARABLE_SIDE_EFFECTS)
     signature = inspect.signature(fn)
     ignored = frozenset([ignore] if isinstance(ignore, str) else ignore)
     unknown = ignored - set(signature.parameters)
     if unknown:
         raise ConfigurationError(
-            f"{fn.__qualname__}: ignore= names {sorted(unknown)} that are not parameters "
+            f"{qualname}: ignore= names {sorted(unknown)} that are not parameters "
             f"(parameters: {list(signature.parameters)})"
         )
-    is_method = "." in fn.__qualname__.rsplit("<locals>.", 1)[-1]
+    is_method = "." in qualname.rsplit("<locals>.", 1)[-1]
     leave_out = context_parameters(signature, is_method=is_method) | ignored
     params = list(signature.parameters)
     # The name reaches the span name, gen_ai.tool.name, step_id and the call key: redact it once, here.
     redact = DEFAULT_REDACTOR.redact_text
     return ToolSpec(
-        name=redact(name or fn.__name__),
+        name=redact(name or getattr(named, "__name__", None) or type(fn).__name__),
         kind=kind,
         side_effect=declared,
         version=version,

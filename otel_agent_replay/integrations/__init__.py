@@ -11,7 +11,17 @@ from __future__ import annotations
 
 from . import clients as _clients  # noqa: F401 (registers the clients' capture points)
 from ._activation import HttpActivation, HttpSettings, activate, patched, side_effect_rules
+from ._exchange import suppressed
 from ._routes import HttpRoute
 from .providers import DEFAULT_ROUTES as MODEL_ROUTES
 
-__all__ = ["MODEL_ROUTES", "HttpActivation", "HttpRoute", "HttpSettings", "activate", "patched", "side_effect_rules"]
+__all__ = [
+    "MODEL_ROUTES",
+    "HttpActivation",
+    "HttpRoute",
+    "HttpSettings",
+    "activate",
+    "patched",
+    "side_effect_rules",
+    "suppressed",
+]

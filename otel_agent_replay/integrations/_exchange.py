@@ -46,7 +46,14 @@ from ._wire import StreamRecorder, body_result, kept_headers
 from .providers import provider_for_host
 
 _log = logging.getLogger(__name__)
-_SUPPRESS_KEYS = ("suppress_instrumentation", "suppress_http_instrumentation")
+try:  # the SDK's span processors and OpenTelemetry's instrumentations mark their own requests with these keys
+    from opentelemetry.context import _SUPPRESS_HTTP_INSTRUMENTATION_KEY as _HTTP_KEY
+    from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY as _ALL_KEY
+except ImportError:  # pragma: no cover - an older API
+    _ALL_KEY, _HTTP_KEY = "suppress_instrumentation", "suppress_http_instrumentation"
+SUPPRESS_HTTP_KEY: str = _HTTP_KEY
+"""The context key that marks HTTP requests as instrumentation's own (never steps)."""
+_SUPPRESS_KEYS = (_ALL_KEY, _HTTP_KEY, "suppress_instrumentation", "suppress_http_instrumentation")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -89,7 +96,7 @@ class Request:
         return f"{self.host}:{self.port}"
 
 
-def _suppressed() -> bool:
+def suppressed() -> bool:
     """OpenTelemetry's own exporters (and instrumentations) mark their requests: those are never steps."""
     return any(otel_context.get_value(key) for key in _SUPPRESS_KEYS)
 
@@ -125,7 +132,7 @@ def _spec_for(route: Any, provider: str) -> Any:
 def intercept(request: Request) -> Exchange | None:
     """What to do with a request: None to send it untouched, else the ``Exchange`` that records or answers it."""
     settings = _activation.settings()
-    if settings is None or _suppressed():
+    if settings is None or suppressed():
         return None
     session = _replaying()
     if session is not None:

@@ -30,6 +30,8 @@ from opentelemetry import context as otel_context
 from otel_agent_replay.core import RecordMode, SideEffect, StepKind
 from otel_agent_replay.instrumentation import StepInFlight, ToolSpec, current_replay, prepare, start_step, step_run
 
+from ._exchange import SUPPRESS_HTTP_KEY
+
 _TRANSPORTS = (
     ("mcp.client.stdio", "stdio_client"),
     ("mcp.client.streamable_http", "streamable_http_client"),
@@ -235,7 +237,7 @@ def _transport(original: Callable[..., Any]) -> Callable[..., Any]:
                 yield streams
             return
         # The transport's own HTTP (streamable HTTP, SSE) is the MCP traffic recorded here, not HTTP steps.
-        tokens: list[Token[Any]] = [otel_context.attach(otel_context.set_value("suppress_http_instrumentation", True))]
+        tokens: list[Token[Any]] = [otel_context.attach(otel_context.set_value(SUPPRESS_HTTP_KEY, True))]
         try:
             async with real(*args, **kwargs) as streams:
                 otel_context.detach(tokens.pop())

@@ -1,19 +1,21 @@
-"""The pytest plugin (entry point ``pytest11``): each test records or replays its own tape."""
+"""The pytest plugin (entry point ``pytest11``): each test records or replays its own tape.
+
+Importing it imports pytest and ``_hooks`` only; the plugin's body (``_plugin``) and the SDK come in
+when a test uses the ``agent_tape`` fixture or the ``agent_conform`` marker.
+"""
 
 from __future__ import annotations
 
-from ._plugin import (
-    PytestHints,
+from ._hooks import (
     agent_tape,
     pytest_addoption,
     pytest_configure,
     pytest_runtest_call,
     pytest_runtest_makereport,
-    safe_name,
 )
+from ._state import safe_name
 
 __all__ = [
-    "PytestHints",
     "agent_tape",
     "pytest_addoption",
     "pytest_configure",

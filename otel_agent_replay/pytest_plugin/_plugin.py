@@ -13,6 +13,9 @@ symlinked folder cannot take it elsewhere). One tape per test means no shared wr
 pytest-xdist; a test that records a tape another process is recording fails with a clear
 error (a lock file in the temporary folder). A relative ``agent_tapes_dir`` in the ini file
 is relative to the ini file's folder.
+
+This module is the plugin's body, imported by the entry point (``_hooks``) only when a test uses
+the fixture or the ``agent_conform`` marker.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ import contextlib
 import fcntl
 import hashlib
 import os
-import re
 import shlex
 import tempfile
 import time
@@ -35,19 +37,15 @@ import pytest
 from otel_agent_replay.core import (
     ConfigurationError,
     RecordMode,
-    ReplayDivergence,
     TapeNotFoundError,
     TapeStale,
     project_settings,
 )
 from otel_agent_replay.replayer import Hints, ReplayOptions, ReplaySession, conform, load_tools, replay
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-_DOTS = re.compile(r"\.{2,}")
-_MAX_NAME = 120
-_STATE = pytest.StashKey["_TapeState"]()
-_NOT_READY = pytest.StashKey[str]()
-"""Why the test's replay could not start (no tape, a stale tape): the test fails with it, not its setup."""
+from ._state import NOT_READY as _NOT_READY
+from ._state import STATE as _STATE
+from ._state import TapeState, safe_name
 
 
 @dataclass(frozen=True)
@@ -61,47 +59,6 @@ class PytestHints(Hints):
 
     def option(self, text: str) -> str:
         return f"@pytest.mark.agent_tape({text})"
-
-
-@dataclass
-class _TapeState:
-    context: replay
-    session: ReplaySession
-    checks: dict[str, bool]
-    finished: bool = False
-    lock: IO[str] | None = None
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("agent-replay", "otel-agent-replay: record and replay agent runs")
-    group.addoption(
-        "--agent-record-mode",
-        choices=[mode.value for mode in RecordMode],
-        default=None,
-        help="none (strict replay, the default), once (record missing tapes), new_episodes (append "
-        "read-only misses), all (record every tape again)",
-    )
-    group.addoption(
-        "--agent-tapes-dir",
-        default=None,
-        help="folder for tapes (default: a 'tapes' folder beside each test module)",
-    )
-    parser.addini("agent_record_mode", "default for --agent-record-mode", default="none")
-    parser.addini("agent_tapes_dir", "default for --agent-tapes-dir", default="")
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "agent_tape(path=None, **options): the test's tape (relative to its tapes folder) and replay() "
-        "options such as stub=, allow_unused=, overrides=, fallbacks=; fail_on_live_calls=, "
-        "fail_on_side_effects=, fail_on_drift=, fail_on_unused= switch the end-of-test checks",
-    )
-    config.addinivalue_line(
-        "markers",
-        "agent_conform(tools, tapes=None): call each read-only tool on the tapes (default: every tape of "
-        "this test module) once, live, and fail when its answer's shape differs from the fixtures'",
-    )
 
 
 def runnable_id(item: pytest.Item) -> str:
@@ -135,15 +92,6 @@ def _conform(item: pytest.Item) -> None:
     result = conform(tapes, tools)
     if not result.ok:
         pytest.fail(f"the live tools no longer answer like the fixtures on {len(tapes)} tape(s):\n{result}", False)
-
-
-def safe_name(text: str) -> str:
-    """A file name from a test name: unsafe characters replaced, long names cut and hashed."""
-    name = _DOTS.sub("_", _UNSAFE.sub("_", text)).strip("._") or "test"
-    if name != text or len(name) > _MAX_NAME:
-        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
-        name = f"{name[:_MAX_NAME]}-{digest}"
-    return name
 
 
 def _tapes_root(item: pytest.Item, module: Path) -> Path:
@@ -180,12 +128,13 @@ def tape_path_for(item: pytest.Item, given: str | None) -> Path:
     else:
         target = folder / given
         where = f"@pytest.mark.agent_tape({given!r})"
-    if not target.resolve().is_relative_to(root.resolve()):
+    resolved = target.resolve()
+    if not resolved.is_relative_to(root.resolve()):
         raise ConfigurationError(
-            f"{item.nodeid}: {where} points outside the tapes folder {root} (resolved: {target.resolve()}; a "
+            f"{item.nodeid}: {where} points outside the tapes folder {root} (resolved: {resolved}; a "
             "symlinked folder?); give a path relative to it, or remove the link"
         )
-    return target.resolve() if given is not None else target
+    return resolved if given is not None else target
 
 
 def _lock_tape(path: Path, nodeid: str, *, exclusive: bool) -> IO[str] | None:
@@ -227,9 +176,8 @@ def _lock_tape(path: Path, nodeid: str, *, exclusive: bool) -> IO[str] | None:
 _CHECKS = ("fail_on_live_calls", "fail_on_side_effects", "fail_on_drift", "fail_on_unused")
 
 
-@pytest.fixture
-def agent_tape(request: pytest.FixtureRequest) -> Iterator[ReplaySession]:
-    """Record or replay this test's tape (see ``--agent-record-mode``); yields the replay handle."""
+def tape_fixture(request: pytest.FixtureRequest) -> Iterator[ReplaySession]:
+    """The ``agent_tape`` fixture's body: record or replay this test's tape; yields the replay handle."""
     marker = request.node.get_closest_marker("agent_tape")
     options: dict[str, Any] = dict(marker.kwargs) if marker else {}
     given = options.pop("path", None)
@@ -262,7 +210,7 @@ def agent_tape(request: pytest.FixtureRequest) -> Iterator[ReplaySession]:
     except BaseException:
         _unlock(lock)
         raise
-    state = _TapeState(context, session, checks, lock=lock)
+    state = TapeState(context, session, checks, lock=lock)
     request.node.stash[_STATE] = state
     try:
         yield session
@@ -277,7 +225,7 @@ def _unlock(lock: IO[str] | None) -> None:
         lock.close()  # closing the file releases its flock
 
 
-def _close_quietly(state: _TapeState) -> None:
+def _close_quietly(state: TapeState) -> None:
     try:
         with contextlib.suppress(Exception):  # the test already failed; its own error is what to show
             state.context.__exit__(RuntimeError, RuntimeError("the test failed"), None)
@@ -285,7 +233,7 @@ def _close_quietly(state: _TapeState) -> None:
         _unlock(state.lock)
 
 
-def _finish(state: _TapeState, failed: bool) -> None:
+def _finish(state: TapeState, failed: bool) -> None:
     """End the replay after the test body; raise AssertionError on what the checks forbid."""
     __tracebackhide__ = True
     state.finished = True
@@ -314,30 +262,11 @@ def _finish(state: _TapeState, failed: bool) -> None:
         raise AssertionError(f"agent tape {session.tape_path}: " + "; ".join(problems) + ("\n" + details))
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, object, object]:
-    """A replay divergence's report starts with the divergence; the traceback (SDK frames hidden) follows."""
-    report = yield
-    excinfo = call.excinfo
-    if (
-        isinstance(report, pytest.TestReport)
-        and report.failed
-        and excinfo is not None
-        and excinfo.errisinstance(ReplayDivergence)
-    ):
-        where = item.repr_failure(excinfo)  # pytest's own traceback, as --tb says, SDK frames hidden
-        report.longrepr = f"{excinfo.typename}: {excinfo.value}\n\nwhere the agent met it:\n{where}"
-    return report
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
-    """End the replay right after the test body; a test whose replay could not start fails instead
-    of running (its body never runs live by accident)."""
+def around_call(item: pytest.Item) -> Generator[None, object, object]:
+    """Around the body of a test that uses the fixture or the ``agent_conform`` marker (the entry
+    point's ``pytest_runtest_call`` delegates here): end the replay right after the body, then check
+    conformance."""
     __tracebackhide__ = True
-    reason = item.stash.get(_NOT_READY, None)
-    if reason is not None:
-        pytest.fail(reason, pytrace=False)
     try:
         result = yield
     except BaseException:

@@ -6,8 +6,9 @@ One such processor (the router) is added once to the application's tracer provid
 and sends each span to the recording its run was started in; the provider is never
 replaced. When the application has no SDK provider, ``record`` sets one up.
 
-With ``store=`` each run is also ingested into an evidence store as it finishes (see
-``_StoreSink``): a store that fails never fails the agent; the tape keeps everything.
+With ``store=`` each run is also ingested into an evidence store as it finishes, off the agent's
+thread (see ``_store_sink``): a store that fails or is busy never fails or holds the agent; the
+tape keeps everything.
 
 The recording's spans can also go to an OTLP endpoint (``otlp=``, or the
 ``OTEL_EXPORTER_OTLP_*`` variables when ``record`` set up the provider): see ``otlp``. That
@@ -16,13 +17,10 @@ side is batched and bounded, and never holds up the tape or the agent.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import os
-import tempfile
 import threading
-import uuid
 import warnings
 import weakref
 from collections.abc import Iterable, Mapping
@@ -57,84 +55,15 @@ from otel_agent_replay.instrumentation import (
     warn_if_replay_active,
 )
 from otel_agent_replay.integrations import HttpActivation, HttpRoute, activate, side_effect_rules
-from otel_agent_replay.store import Store, open_store
-from otel_agent_replay.tape import Tape, load_tape
+from otel_agent_replay.store import Store
 
 from ._foreign import ResourceRedaction, is_ours, redacted_span
+from ._store_sink import StoreSink
 
 _log = logging.getLogger(__name__)
 
 StoreOption = Union[Store, str, "os.PathLike[str]", None]
 """``record(store=...)``: a ``Store``, a SQLite path or a ``postgresql://`` URL, or None."""
-
-
-class _StoreSink:
-    """Ingests each run of a recording into an evidence store when its run span ends.
-
-    A run's spans are kept in memory until its run span ends, then written to a temporary tape,
-    loaded as the loader reads any tape, and ingested (idempotent). Spans left when the recording
-    closes (a run still open, a step that ended after its run) are ingested then. Any failure is a
-    ``RecordingWarning`` naming the run and the command that ingests the tape later.
-    """
-
-    def __init__(self, store: Store, owned: bool, tape: Path) -> None:
-        self.store = store
-        self.owned = owned
-        self.tape = tape
-        self.ingested = 0
-        """Runs ingested so far."""
-        self.failures = 0
-        self._spans: dict[str, list[ReadableSpan]] = {}
-        self._lock = threading.Lock()
-        self._closed = False
-        self._tmp = tempfile.TemporaryDirectory(prefix="otel-agent-replay-ingest-")
-
-    def on_end(self, span: ReadableSpan) -> None:
-        attrs = span.attributes or {}
-        run_id = attrs.get(A.RUN_ID)
-        if not isinstance(run_id, str):
-            return  # a user's own span inside a tool: on the tape, not a row of the store
-        with self._lock:
-            if self._closed:
-                return  # a run that outlived its recording: the tape's exporter has closed too
-            self._spans.setdefault(run_id, []).append(span)
-            if attrs.get(A.GEN_AI_OPERATION_NAME) != A.OP_INVOKE_AGENT:
-                return
-            spans = self._spans.pop(run_id)
-        self._ingest(run_id, spans)
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            left = list(self._spans.items())
-            self._spans.clear()
-        for run_id, spans in left:
-            self._ingest(run_id, spans)
-        self._tmp.cleanup()
-        if self.owned:
-            with contextlib.suppress(Exception):  # closing a broken store must not fail the recording
-                self.store.close()
-
-    def _ingest(self, run_id: str, spans: list[ReadableSpan]) -> None:
-        path = Path(self._tmp.name) / f"{uuid.uuid4().hex}.jsonl"  # runs may end in several threads at once
-        try:
-            exporter = TapeSpanExporter(path)
-            exporter.export(spans)
-            exporter.shutdown()
-            loaded = load_tape(path)
-            self.store.ingest(Tape(str(self.tape), loaded.runs, loaded.warnings))
-            self.ingested += 1
-        except Exception as exc:
-            self.failures += 1
-            warnings.warn(
-                f"run {run_id} could not be ingested into the evidence store {self.store.location!r}: "
-                f"{type(exc).__name__}: {str(exc).rstrip('.')}. The tape {self.tape} has it; ingest it later with: "
-                f"otel-agent-replay ingest {self.tape} --db {self.store.location}",
-                RecordingWarning,
-                stacklevel=2,
-            )
-        finally:
-            path.unlink(missing_ok=True)
 
 
 class Recording:
@@ -146,7 +75,7 @@ class Recording:
         exporter: TapeSpanExporter,
         capture: Capture,
         otlp: OtlpProcessor | None = None,
-        sink: _StoreSink | None = None,
+        sink: StoreSink | None = None,
     ) -> None:
         self.path = path
         self.exporter = exporter
@@ -165,7 +94,8 @@ class Recording:
 
     @property
     def store(self) -> Store | None:
-        """The evidence store each finished run is ingested into (``record(store=...)``), or None."""
+        """The evidence store each finished run is ingested into (``record(store=...)``), or None (also for a
+        store given by location until the recording's worker has opened it)."""
         return None if self.sink is None else self.sink.store
 
     @property
@@ -284,9 +214,12 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
     ``Recording.otlp_stats`` and reported with an ``OtlpWarning``.
 
     ``store`` (a ``Store``, a SQLite path or a ``postgresql://`` URL) ingests each run into that
-    evidence store as its run span ends (idempotent, as ``Store.ingest``); a store given as a
-    path or URL is opened on entry and closed on exit. A store that cannot be opened or written
-    never raises into the agent: a ``RecordingWarning`` says what failed, and the tape has the run.
+    evidence store as its run span ends (idempotent, as ``Store.ingest``), in a worker thread: a
+    run's end waits for its ingest at most a second, and never behind a busy or locked store. A
+    store given as a path or URL is opened by that worker and closed when it is done. On exit the
+    worker gets 5 s to finish. A store that cannot be opened or written never raises into the agent:
+    a ``RecordingWarning`` names the runs not stored (failed, or not yet stored on exit) and the
+    ``otel-agent-replay ingest`` line that stores them from the tape.
     ``key_ignore``: tool (or ``"*"``) → argument paths left out of its call keys (the tape keeps
     them), on top of the tool's own ``key_ignore=`` and ``[tool.otel-agent-replay.key_ignore]``.
 
@@ -379,23 +312,10 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         )
         return rec, (rec, token)
 
-    def _sink(self) -> _StoreSink | None:
+    def _sink(self) -> StoreSink | None:
         if self.store is None:
             return None
-        if isinstance(self.store, Store):
-            return _StoreSink(self.store, False, self.path)
-        try:
-            return _StoreSink(open_store(self.store), True, self.path)
-        except Exception as exc:
-            warnings.warn(
-                f"record({str(self.path)!r}, store={os.fspath(self.store)!r}): the evidence store could not be "
-                f"opened ({type(exc).__name__}: {str(exc).rstrip('.')}); recording to the tape only. "
-                "Ingest it later with: "
-                f"otel-agent-replay ingest {self.path} --db {os.fspath(self.store)}",
-                RecordingWarning,
-                stacklevel=4,
-            )
-            return None
+        return StoreSink(self.store if isinstance(self.store, Store) else os.fspath(self.store), self.path)
 
     def _stop(self, entered: tuple[Recording, Token[object | None]], error: BaseException | None) -> None:
         rec, token = entered
@@ -424,6 +344,17 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
                 f"{rec.path} was deleted or replaced while it was being recorded ({rec.stats.reopened} time(s)); "
                 f"it was opened again, and {rec.stats.spans_left_behind} span(s) written before that went to the "
                 "file it replaced: record again to have the whole run in one tape",
+                RecordingWarning,
+                stacklevel=3,
+            )
+        if rec.stats.changed_underneath:
+            aside = rec.stats.moved_aside
+            moved = f"; what another process left there was moved to {', '.join(aside)}" if aside else ""
+            warnings.warn(
+                f"{rec.path} was cut short or overwritten by another process while it was being recorded "
+                f"({rec.stats.changed_underneath} time(s)): {rec.stats.spans_lost} span(s) written before are no "
+                f"longer on it{moved}; every span written after that is on it. Record those runs again, and leave a "
+                "tape alone while it is being recorded",
                 RecordingWarning,
                 stacklevel=3,
             )

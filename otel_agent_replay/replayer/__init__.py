@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from ._conform import CHANGED, ERROR, OK, SKIPPED, Conformance, ToolConformance, conform, load_tools, tools_from
+from ._conform import (
+    CHANGED,
+    ERROR,
+    OK,
+    REFUSED,
+    SKIPPED,
+    Conformance,
+    ToolConformance,
+    conform,
+    load_tools,
+    tools_from,
+)
 from ._ledger import Divergence, ReplayStats
 from ._messages import API_HINTS, Hints
 from ._options import ReplayOptions
@@ -14,6 +25,7 @@ __all__ = [
     "CHANGED",
     "ERROR",
     "OK",
+    "REFUSED",
     "SKIPPED",
     "Conformance",
     "Divergence",

@@ -3,7 +3,9 @@
 For each read-only tool on the tapes, one live call with recorded arguments; the live result's
 shape (keys, value types, list item shapes) is compared with the shape inferred from every
 recorded result of that tool. A tool that is not read-only (declared so in the code, or recorded
-so on the tape) is never called. The tools come from the user's own code (``--tools
+so on the tape) is never called, and the live call runs under the replay's side-effect gate
+(``_gate``): a tool that is not read-only called from inside it is refused, and the tool that
+called it is reported as ``refused``. The tools come from the user's own code (``--tools
 module[:attr]`` names a module the user chose to import); tape data never names a module or a
 callable to run.
 """
@@ -25,30 +27,38 @@ from otel_agent_replay.core import ConfigurationError, SideEffect, StepKind
 from otel_agent_replay.instrumentation import tool_spec
 from otel_agent_replay.tape import Step, Tape, load_tape
 
+from ._gate import LiveGate
+
 OK = "ok"
 CHANGED = "changed"
 ERROR = "error"
 SKIPPED = "skipped"
+REFUSED = "refused"
 
 
 @dataclass(frozen=True)
 class ToolConformance:
-    """What one tool's live call showed: ``ok``, ``changed`` (its shape), ``error`` or ``skipped``."""
+    """What one tool's live call showed: ``ok``, ``changed`` (its shape), ``error``, ``refused`` (it called a
+    tool that is not read-only, which was not run) or ``skipped``."""
 
     tool: str
     status: str
     changes: tuple[ShapeChange, ...] = ()
     reason: str = ""
-    """Why it was skipped, or the live error."""
+    """Why it was skipped, the live error, or what was refused."""
     recorded_results: int = 0
     arguments: Any = None
     """The recorded arguments of the live call."""
+    refused: tuple[str, ...] = ()
+    """The tools (not read-only) its live call tried to call, refused by the gate."""
 
     @property
     def findings(self) -> tuple[str, ...]:
         """The findings as text: one per shape change, or the error."""
         if self.status == ERROR:
             return (f"error status: {self.reason}",)
+        if self.status == REFUSED:
+            return tuple(f"refused side effect: {name} is not read-only and was not run" for name in self.refused)
         return tuple(f"{c.kind.replace('_', ' ')}: {c}" for c in self.changes)
 
     def to_json(self) -> dict[str, Any]:
@@ -62,7 +72,8 @@ class ToolConformance:
                 [{"kind": "error_status", "path": "", "recorded": "ok", "live": self.reason}]
                 if self.status == ERROR
                 else []
-            ),
+            )
+            + [{"kind": "refused_side_effect", "path": "", "recorded": None, "live": name} for name in self.refused],
             "reason": self.reason,
             "recorded_results": self.recorded_results,
             "arguments": self.arguments,
@@ -148,12 +159,18 @@ def _tapes(sources: Iterable[str | os.PathLike[str] | Tape] | str | os.PathLike[
     return [s if isinstance(s, Tape) else load_tape(s) for s in sources]
 
 
-def _live(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """The undecorated function (a live call here is not a step of any run)."""
-    if inspect.ismethod(fn):
-        inner = getattr(fn.__func__, "__wrapped__", fn.__func__)
-        return types.MethodType(inner, fn.__self__)
-    return getattr(fn, "__wrapped__", fn)
+def _live_call(name: str, fn: Callable[..., Any], arguments: dict[str, Any]) -> tuple[Any, Exception | None, list[str]]:
+    """Call the decorated tool under the side-effect gate: its result, or the exception it raised, and the
+    tools the gate refused on the way."""
+    gate = LiveGate(name)
+    try:
+        with gate:
+            result = fn(**arguments)
+            if inspect.isawaitable(result):
+                result = asyncio.run(_await(result))
+    except Exception as exc:
+        return None, exc, gate.refused
+    return result, None, gate.refused
 
 
 def _arguments(steps: list[Step]) -> Any:
@@ -202,11 +219,10 @@ def _one(name: str, steps: list[Step], fn: Callable[..., Any] | None, capture: C
         return ToolConformance(
             name, SKIPPED, reason="every recorded call has redacted arguments", recorded_results=len(recorded)
         )
-    try:
-        result = _live(fn)(**arguments)
-        if inspect.isawaitable(result):
-            result = asyncio.run(_await(result))
-    except Exception as exc:
+    result, exc, refused = _live_call(name, fn, arguments)
+    if refused:  # refused whether the error went up or the body caught it and went on
+        return _refused(name, tuple(refused), len(recorded), arguments)
+    if exc is not None:
         recorded_errors = {s.error.type for s in steps if s.error is not None}
         live_type = f"{type(exc).__module__}.{type(exc).__qualname__}"
         if not recorded and live_type in recorded_errors:
@@ -226,8 +242,13 @@ def _one(name: str, steps: list[Step], fn: Callable[..., Any] | None, capture: C
     return ToolConformance(name, CHANGED if changes else OK, changes, "", len(recorded), arguments)
 
 
+def _refused(name: str, refused: tuple[str, ...], recorded: int, arguments: Any) -> ToolConformance:
+    reason = f"called {', '.join(dict.fromkeys(refused))}, which is not read-only: refused, never run"
+    return ToolConformance(name, REFUSED, (), reason, recorded, arguments, refused)
+
+
 async def _await(value: Any) -> Any:
     return await value
 
 
-__all__ = ["Conformance", "ToolConformance", "conform", "load_tools", "tools_from"]
+__all__ = ["REFUSED", "Conformance", "ToolConformance", "conform", "load_tools", "tools_from"]

@@ -22,7 +22,7 @@ def make_double(
 ) -> Callable[..., Any]:
     """A double of ``fn`` (sync, async, generator or async generator, as ``fn`` is) served by ``session``."""
     spec = tool_spec(fn)
-    original = getattr(fn, "__wrapped__", fn) if spec is not None else fn
+    original = (spec.function or fn) if spec is not None else fn  # the function itself, not its unwrap twin
     if spec is None or name is not None or side_effect is not None:
         spec = make_spec(
             original,

@@ -1,115 +1,139 @@
-"""The network guard of strict replays: a connection to a host not allowed raises ``NetworkBlocked``.
+"""The socket guard of strict replays: no byte goes to a host that is not allowed.
 
-Mechanism. While at least one guarded replay is active, ``socket.socket.connect``,
-``socket.socket.connect_ex`` and ``socket.getaddrinfo`` are replaced by checks that then call the
-originals; the last guarded replay to end puts the originals back. Every client that opens a TCP
-connection through the standard library's sockets goes through them: httpx and httpcore, requests
-and urllib3, urllib, http.client, aiohttp and asyncio's streams (the selector loop calls
-``sock.connect``), ssl sockets, and raw sockets. The check asks the context variable of the active
-replay, so it only stops code that runs in the replay's context: the agent's thread, worker threads
-given a copy of its context (``contextvars.copy_context().run``, ``asyncio.to_thread``, what
-frameworks use), and asyncio tasks (they copy the context). A background thread started outside the
-replay (an OTLP exporter's) has no replay in its context and is let through. The check raises
-before the original is called, so no packet leaves: a name not allowed is not even looked up in DNS.
+Two ways in, both in place only while at least one guarded replay is active (counted: nested and
+concurrent replays are safe; the last to end takes them away):
 
-Limits: a thread started with a bare ``threading.Thread`` inside the replay does not inherit the
-context and is not guarded; asyncio resolves names in its default executor, which does not copy
-the context, so a name is looked up there before the connect is refused; datagrams sent with
-``sendto`` without ``connect`` and C extensions that open their own sockets are not seen.
+- Opening. The process's audit hook (``_audit``) sees ``socket.connect`` (``connect`` and
+  ``connect_ex``), ``socket.sendto`` and ``socket.sendmsg`` with an address (a datagram, or TCP
+  Fast Open: ``sendto(data, MSG_FASTOPEN, address)`` on a socket that is not connected) and
+  ``socket.getaddrinfo``, raised by CPython's C code for every socket: the ``socket`` module's
+  class, ssl sockets, asyncio's selector loop (it calls ``sock.connect``), and the C class
+  ``_socket.socket`` however it was built or imported. ``socket.getaddrinfo`` is also wrapped, so
+  the addresses an allowed name resolves to are allowed too.
+- Sending. A connection opened before the replay (a keep-alive pool warmed at import or by an
+  earlier test) never connects again: ``send``, ``sendall``, ``sendto``, ``sendmsg`` and
+  ``sendfile`` of ``socket.socket``, and ``send``, ``write`` and ``do_handshake`` of
+  ``ssl.SSLSocket`` (its ``sendall`` and ``sendfile`` send through ``send``), are wrapped by a check
+  of the connection's peer (``getpeername``) before the original is called. That is the path of
+  http.client (urllib, urllib3, requests, botocore), httpcore (httpx, sync and async), asyncio's
+  transports (aiohttp, anyio) and ``makefile`` writers.
+
+Each check asks the context variable of the active replay, so it applies to code running in the
+replay's context only: the agent's thread, threads given a copy of its context, asyncio tasks. A
+background thread started outside the replay (an OTLP exporter's) is let through. A check raises
+``NetworkBlocked`` before the original call, so nothing is sent and a name not allowed is not
+looked up. A connection to loopback that is let through is counted once (``loopback_connections``)
+and, when loopback is allowed by default, warned once per replay.
+
+Not covered (docs/design.md, "Network guard"): a connection of the C class ``_socket.socket``
+itself (not ``socket.socket``) opened before the replay, whose ``send`` is C code with no audit
+event; bytes written to a socket's descriptor with ``os.write``; C extensions with their own
+sockets (grpc's C core, libcurl, uvloop's loop); a bare ``threading.Thread`` started in the replay
+(it does not inherit the context); names asyncio resolves in its default executor (no context).
 """
 
 from __future__ import annotations
 
-import ipaddress
+import functools
 import socket
+import ssl
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
-from otel_agent_replay.core import NetworkBlocked
 from otel_agent_replay.instrumentation import current_replay
 
-LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
-
-
-def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    try:
-        return ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return None
-
-
-class NetworkGuard:
-    """What one replay allows: host names and addresses (None: loopback only)."""
-
-    def __init__(
-        self,
-        allow_hosts: Iterable[str] | None,
-        describe: Callable[[], str],
-        blocked: Callable[..., None],
-        passthrough: Iterable[str] = (),
-    ) -> None:
-        self.loopback = allow_hosts is None
-        # hosts whose HTTP goes live (``passthrough=``) may be connected to, whatever their port
-        hosts = (*(allow_hosts or ()), *(h.rsplit(":", 1)[0] if h.count(":") == 1 else h for h in passthrough))
-        self.names = frozenset(h.lower().rstrip(".") for h in hosts if _ip(h) is None)
-        self.addresses = {str(ip) for ip in (_ip(h) for h in hosts) if ip is not None}
-        self._lock = threading.Lock()
-        self._describe = describe
-        self._blocked = blocked
-
-    def allows(self, host: str) -> bool:
-        """Whether the agent's code may connect to (or look up) ``host``."""
-        ip = _ip(host)
-        if ip is None:
-            name = host.lower().rstrip(".")
-            return name in self.names or (self.loopback and name in LOOPBACK_NAMES)
-        if self.loopback and ip.is_loopback:
-            return True
-        with self._lock:
-            return str(ip) in self.addresses
-
-    def learn(self, infos: list[Any]) -> None:
-        """Addresses an allowed name resolved to are allowed too."""
-        with self._lock:
-            for info in infos:
-                address = info[4]
-                if isinstance(address, tuple) and address:
-                    ip = _ip(str(address[0]))
-                    if ip is not None:
-                        self.addresses.add(str(ip))
-
-    def check(self, host: str, port: object) -> None:
-        """Raise ``NetworkBlocked`` (and count it) unless ``host`` is allowed."""
-        if self.allows(host):
-            return
-        shown = f"[{host}]" if ":" in host else host
-        port_text = f":{port}" if port not in (None, 0, "") else ""
-        message = (
-            f"the agent's code tried to connect to {shown}{port_text} during a strict replay of {self._describe()} "
-            "(mode='none'): a replay answers from the tape and sends nothing, and no byte was sent. "
-            "Decorate that call with @tool or @model_call so the tape answers it, or allow the host: "
-            f"replay(..., allow_hosts=[{host!r}]) (loopback is allowed by default), or network='allow' to turn "
-            "the guard off"
-        )
-        self._blocked(NetworkBlocked(message, host=host, port=port if isinstance(port, int) else None))
+from . import _audit
+from ._hosts import NetworkGuard
 
 
 def _guard() -> NetworkGuard | None:
-    session = current_replay.get()
-    guard = getattr(session, "network_guard", None)
+    guard = getattr(current_replay.get(), "network_guard", None)
     return guard if isinstance(guard, NetworkGuard) else None
-
-
-_lock = threading.Lock()
-_active = 0
-_saved: dict[str, Any] = {}
 
 
 def _address(address: Any) -> tuple[str, object] | None:
     if isinstance(address, tuple) and len(address) >= 2 and isinstance(address[0], str):
         return address[0], address[1]
     return None  # AF_UNIX paths and other families are local
+
+
+# --- the audit events ------------------------------------------------------------------------
+
+
+def _on_connect(args: tuple[Any, ...]) -> None:
+    guard = _guard()
+    if guard is not None:
+        target = _address(args[1])
+        if target is not None:
+            guard.opening(args[0], *target)
+
+
+def _on_send_to(args: tuple[Any, ...]) -> None:
+    """``sendto`` and ``sendmsg``: their address, if they give one."""
+    guard = _guard()
+    if guard is not None and len(args) > 1:
+        target = _address(args[1])
+        if target is not None:
+            guard.opening(args[0], *target, connect=False)
+
+
+def _on_getaddrinfo(args: tuple[Any, ...]) -> None:
+    guard = _guard()
+    host = args[0] if args else None
+    if guard is not None and host is not None:
+        guard.check(host.decode("idna") if isinstance(host, bytes) else str(host), args[1])
+
+
+_EVENTS: dict[str, _audit.Handler] = {
+    "socket.connect": _on_connect,
+    "socket.sendto": _on_send_to,
+    "socket.sendmsg": _on_send_to,
+    "socket.getaddrinfo": _on_getaddrinfo,
+}
+
+
+# --- the send side ---------------------------------------------------------------------------
+
+_SENDING: tuple[tuple[type[Any], tuple[str, ...]], ...] = (
+    (socket.socket, ("send", "sendall", "sendto", "sendmsg", "sendfile")),
+    (ssl.SSLSocket, ("send", "write", "do_handshake")),
+)
+
+
+def _checked(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``original`` (a send method) after a check of the connection's peer."""
+
+    @functools.wraps(original)
+    def send(self: socket.socket, *args: Any, **kwargs: Any) -> Any:
+        guard = _guard()
+        if guard is not None:
+            guard.sending(self)
+        return original(self, *args, **kwargs)
+
+    return send
+
+
+def _learning(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``socket.getaddrinfo`` that checks the name first and allows what an allowed name resolves to."""
+
+    @functools.wraps(original)
+    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        guard = _guard()
+        if guard is None or host is None:
+            return original(host, port, *args, **kwargs)
+        guard.check(host.decode("idna") if isinstance(host, bytes) else str(host), port)
+        infos = original(host, port, *args, **kwargs)
+        guard.learn(infos)
+        return infos
+
+    return getaddrinfo
+
+
+_lock = threading.Lock()
+_active = 0
+_saved: list[tuple[type[Any], str, Any]] = []
+_saved_getaddrinfo: list[Callable[..., Any]] = []
 
 
 def install() -> None:
@@ -119,42 +143,13 @@ def install() -> None:
         _active += 1
         if _active > 1:
             return
-        real_connect = socket.socket.connect
-        real_connect_ex = socket.socket.connect_ex
-        real_getaddrinfo = socket.getaddrinfo
-        _saved.update(
-            connect=socket.socket.__dict__.get("connect"),
-            connect_ex=socket.socket.__dict__.get("connect_ex"),
-            getaddrinfo=real_getaddrinfo,
-        )
-
-        def connect(self: socket.socket, address: Any) -> None:
-            guard = _guard()
-            target = _address(address) if guard is not None else None
-            if guard is not None and target is not None:
-                guard.check(*target)
-            return real_connect(self, address)
-
-        def connect_ex(self: socket.socket, address: Any) -> int:
-            guard = _guard()
-            target = _address(address) if guard is not None else None
-            if guard is not None and target is not None:
-                guard.check(*target)
-            return real_connect_ex(self, address)
-
-        def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
-            guard = _guard()
-            if guard is None or host is None:
-                return real_getaddrinfo(host, port, *args, **kwargs)
-            name = host.decode("idna") if isinstance(host, bytes) else str(host)
-            guard.check(name, port)
-            infos = real_getaddrinfo(host, port, *args, **kwargs)
-            guard.learn(infos)
-            return infos
-
-        setattr(socket.socket, "connect", connect)  # noqa: B010 (patching a class attribute on purpose)
-        setattr(socket.socket, "connect_ex", connect_ex)  # noqa: B010
-        socket.getaddrinfo = getaddrinfo
+        for cls, names in _SENDING:
+            for name in names:
+                _saved.append((cls, name, cls.__dict__.get(name)))
+                setattr(cls, name, _checked(getattr(cls, name)))
+        _saved_getaddrinfo.append(socket.getaddrinfo)
+        socket.getaddrinfo = _learning(socket.getaddrinfo)
+        _audit.watch(_EVENTS)
 
 
 def uninstall() -> None:
@@ -165,15 +160,15 @@ def uninstall() -> None:
         if _active > 0:
             return
         _active = 0
-        for name in ("connect", "connect_ex"):
-            original = _saved.get(name)
+        _audit.unwatch(_EVENTS)
+        for cls, name, original in reversed(_saved):
             if original is None:
-                if name in socket.socket.__dict__:
-                    delattr(socket.socket, name)
+                delattr(cls, name)  # it was inherited (from the C class): inherit it again
             else:
-                setattr(socket.socket, name, original)
-        socket.getaddrinfo = _saved["getaddrinfo"]
+                setattr(cls, name, original)
         _saved.clear()
+        if _saved_getaddrinfo:
+            socket.getaddrinfo = _saved_getaddrinfo.pop()
 
 
 def installed() -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import Token
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from otel_agent_replay.core import (
     SideEffectPolicyName,
     StalePolicy,
     StalePolicyName,
+    TapeError,
     TapeNotFoundError,
     TapeStale,
     Then,
@@ -51,11 +53,42 @@ from otel_agent_replay.recorder import record
 from otel_agent_replay.tape import Run, Tape, load_tape
 from otel_agent_replay.timetravel import Edits, fork_tape_for
 
+from . import _children as children
 from . import _network as network
 from ._messages import Hints
 from ._options import Overrides, ReplayOptions
 from ._runs import select_runs
 from ._session import ReplaySession
+
+_LOADED: dict[str, tuple[tuple[int, int, int, int], Tape]] = {}
+"""Tapes this process loaded to replay, by path, with the file's identity when it was read."""
+_LOADED_LOCK = threading.Lock()
+_MAX_LOADED = 256
+
+
+def _load_once(path: Path) -> Tape:
+    """The tape at ``path``, parsed once per process while the file stays the same file with the same size
+    and modification time (a replay never changes a loaded ``Tape``, and a step's ``args`` and ``result``
+    are parsed anew at each use, so replays can share one). A rewrite, an append or a replaced file is
+    read again; a tape that loaded with warnings is not kept, so each replay warns again."""
+    name = os.fspath(path)
+    try:
+        info = os.stat(name)
+    except OSError:
+        return load_tape(name)  # its own error (not found, not a regular file) says what is wrong
+    identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    with _LOADED_LOCK:
+        known = _LOADED.get(name)
+    if known is not None and known[0] == identity:
+        return known[1]
+    tape = load_tape(name)
+    if not tape.warnings:
+        with _LOADED_LOCK:
+            _LOADED.pop(name, None)
+            if len(_LOADED) >= _MAX_LOADED:
+                del _LOADED[next(iter(_LOADED))]  # the oldest
+            _LOADED[name] = (identity, tape)
+    return tape
 
 
 def _recorded_at(run: Run) -> _dt.datetime | None:
@@ -230,6 +263,7 @@ class replay(Scope[ReplaySession, _Entered]):
         else:
             tape = self.source if isinstance(self.source, Tape) else self._load(path)
             self._check_age(tape)
+            self._check_not_empty(tape, options)
             fork_tape = self._fork_tape(options, tape)
             if fork_tape is not None:  # the replayed (forked) run is written there, as a tape of its own
                 recorder = record(fork_tape, redactor=options.redactor, key_ignore=options.key_ignore, http=False)
@@ -239,6 +273,8 @@ class replay(Scope[ReplaySession, _Entered]):
         token = current_replay.set(session)
         if session.network_guard is not None:
             network.install()
+        if session.child_watch is not None:
+            children.install()
         http = (
             activate(options.http_routes, http_models=options.http_models, http_side_effects=options.http_side_effects)
             if options.http
@@ -260,13 +296,27 @@ class replay(Scope[ReplaySession, _Entered]):
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         assert path is not None
         try:
-            return load_tape(path)
+            return _load_once(path)
         except TapeNotFoundError as exc:
             hints = self.options.hints
             raise TapeNotFoundError(
                 f"{path}: no tape to replay (mode={self.options.record_mode.value!r}); record it first: "
                 f"{hints.mode('once')} records it on the first run"
             ) from exc
+
+    def _check_not_empty(self, tape: Tape, options: ReplayOptions) -> None:
+        """A strict replay of a tape without a single step fails: an empty recording proves nothing."""
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
+        if options.record_mode != RecordMode.NONE or any(run.steps for run in tape.runs):
+            return
+        runs = len(tape.runs)
+        held = f"{runs} run{'s' if runs != 1 else ''} and no step" if runs else "no run"
+        raise TapeError(
+            f"{tape.path}: the tape holds {held} (no @tool, @model_call or HTTP call was recorded), so a strict "
+            "replay of it (mode='none') would pass whatever the agent does. Record it again with the agent's "
+            f"calls decorated or going through a captured HTTP client: {options.hints.mode('all')} records it "
+            f"afresh, {options.hints.mode('once')} records a tape that does not exist yet"
+        )
 
     def _check_age(self, tape: Tape) -> None:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
@@ -293,6 +343,8 @@ class replay(Scope[ReplaySession, _Entered]):
         current_replay.reset(entered.token)
         if entered.session.network_guard is not None:
             network.uninstall()
+        if entered.session.child_watch is not None:
+            children.uninstall()
         if entered.recorder is not None:
             entered.recorder.__exit__(type(error) if error else None, error, None)
             path = self._path() if entered.session.recording else None

@@ -54,12 +54,13 @@ from otel_agent_replay.tape import Run, Step, Tape
 from otel_agent_replay.timetravel import Fork, ForkState
 
 from ._append import Appender
+from ._children import ChildWatch
 from ._decide import Decider
 from ._doubles import make_double
+from ._hosts import NetworkGuard, running_live
 from ._index import RunIndex, rebuild_exception, recorded_result
 from ._ledger import Divergence, Ledger, ReplayStats
 from ._messages import outside_error, unused_error
-from ._network import NetworkGuard
 from ._options import ReplayOptions
 from ._runs import ReplayRun, has_agent, peek_implicit, select_runs, take_run, unknown_agent
 from ._serving import (
@@ -114,12 +115,26 @@ class ReplaySession:
         self.on_run_end: Callable[[Span, object], None] | None = None
         """Called with the run span (still open: attributes and events may go on it) and the output
         as each replayed run ends; the regression run evaluates there."""
+
+        def describe() -> str:
+            return str(self.tape_path)
+
         self.network_guard: NetworkGuard | None = (
-            NetworkGuard(options.allow_hosts, lambda: str(self.tape_path), self._blocked, options.passthrough_hosts)
+            NetworkGuard(
+                options.allow_hosts,
+                describe,
+                self._blocked,
+                options.passthrough_hosts,
+                lambda: self.ledger.bump("loopback_connections"),
+            )
             if options.guards_network and not recording
             else None
         )
         """The network guard of a strict replay (see ``_network``), or None."""
+        self.child_watch: ChildWatch | None = (
+            None if recording else ChildWatch(describe, lambda: self.ledger.bump("child_processes"))
+        )
+        """Counts the processes started from this replay's context (see ``_children``); None while recording."""
 
     # --- the handle ------------------------------------------------------------------
 
@@ -246,6 +261,10 @@ class ReplaySession:
             implicit = self._implicit
         if implicit is None:
             implicit = self._open_implicit()
+        if not implicit.limits_applied and implicit.state is not None:
+            implicit.limits_applied = True
+            recorded = implicit.index.run if implicit.index else None
+            implicit.state.capture = self._capture_for(recorded, implicit.state.capture)
         assert implicit.state is not None
         return implicit, implicit.state
 
@@ -311,11 +330,15 @@ class ReplaySession:
         """Serve one call of a decorated function (or a double)."""
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         serving = self._begin_serving(spec, args, kwargs)
+        live = running_live.set(True) if _runs_live(serving) else None
         try:
             result = serving.invoke(fn, args, kwargs)
         except BaseException as exc:
             serving.fail(exc)
             raise
+        finally:
+            if live is not None:
+                running_live.reset(live)
         serving.done(result)
         return result
 
@@ -325,6 +348,7 @@ class ReplaySession:
         """``call`` for coroutine functions: the same serving, with the live call (or an async fake) awaited."""
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         serving = self._begin_serving(spec, args, kwargs)
+        live = running_live.set(True) if _runs_live(serving) else None
         try:
             if isinstance(serving, Serving) and serving.decision.how == "tape" and _in_asyncio():
                 # A double answers at once; yield to the loop first, as the live call would, so calls
@@ -337,6 +361,9 @@ class ReplaySession:
         except BaseException as exc:
             serving.fail(exc)
             raise
+        finally:
+            if live is not None:
+                running_live.reset(live)
         serving.done(result)
         return result
 
@@ -492,6 +519,11 @@ class ReplaySession:
         # a fork or an edit changes the path on purpose: what was not used is in the report, not a failure
         if unused and not self.options.allow_unused and not self.fork_state.forked and not self.options.edit:
             raise unused_error(unused, self.tape_path, self.options.hints)
+
+
+def _runs_live(serving: Serving | Recorded) -> bool:
+    """Whether the replay runs this call live on purpose (its traffic is expected, not loopback let through)."""
+    return isinstance(serving, Serving) and serving.decision.how == "live"
 
 
 def _in_asyncio() -> bool:

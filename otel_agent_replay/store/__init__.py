@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from otel_agent_replay.core import StoreError
 
+from ._backend import redact_url
 from ._golden import GoldenTape, golden, write_session_tape
 from ._ingest import IngestResult
 from ._metrics import METRICS, VersionMetrics, metrics_by
@@ -58,6 +59,7 @@ __all__ = [
     "metrics_by",
     "open_store",
     "parse_thresholds",
+    "redact_url",
     "report_rows",
     "write_session_tape",
 ]

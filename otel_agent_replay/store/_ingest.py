@@ -3,7 +3,8 @@
 Ingesting a tape twice leaves the store as ingesting it once: a span is one row whatever the
 number of times it was read. A complete run overwrites what an earlier ingest knew of its
 session (the run span has the last word); an incomplete run (no run span on the tape) never
-overwrites a session that is known complete. A killed ingest leaves nothing of its tape behind:
+overwrites a session that is known complete. A different run under a stored run id refuses the
+tape (``_duplicates``). A killed ingest leaves nothing of its tape behind:
 the transaction is rolled back by the database (SQLite's journal, PostgreSQL's aborted backend).
 """
 
@@ -19,6 +20,7 @@ import orjson
 from otel_agent_replay.tape import Tape, load_tape
 
 from ._backend import Backend, Tx, chunks
+from ._duplicates import refuse_duplicate_runs
 from ._rows import SessionRows, rows_of_run
 
 __all__ = ["IngestResult", "ingest_tape", "normalise_tags", "write_tags"]
@@ -153,8 +155,9 @@ def ingest_tape(backend: Backend, source: str | os.PathLike[str] | Tape, tags: I
     """Ingest one tape (a path, loaded with ``load_tape``, or a loaded ``Tape``) in one transaction."""
     tape = source if isinstance(source, Tape) else load_tape(source)
     tag_list = normalise_tags(tags)
-    all_rows = [rows_of_run(run, tag_list) for run in tape.runs]
+    all_rows = [rows_of_run(run, tag_list, tape.path) for run in tape.runs]
     with backend.write() as tx:
+        refuse_duplicate_runs(tx, all_rows, tape.path, backend.location)
         _write(tx, all_rows)
         write_tags(tx, [r.session[0] for r in all_rows], tag_list)
     return IngestResult(

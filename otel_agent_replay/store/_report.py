@@ -12,13 +12,14 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import orjson
 
-from otel_agent_replay.core import ConfigurationError
+from otel_agent_replay.core import ConfigurationError, visible
 
 from ._metrics import METRICS, Grouping, VersionMetrics, metrics_by
 from ._store import Store
@@ -233,6 +234,35 @@ def _label(group: str | None) -> str:
     return "(none)" if group is None else group
 
 
+_LONGEST_BACKTICKS = re.compile("`+")
+
+
+def _code(text: str, *, cell: bool = True) -> str:
+    """Stored text (an agent version, a tool name) as a Markdown code span that nothing in it can end.
+
+    Control characters and line breaks become visible escapes (a newline would end the table row);
+    the span is fenced with more backticks than the longest run in the text; in a table ``cell``,
+    a pipe is escaped (GitHub splits cells at a pipe even inside a code span).
+    """
+    text = visible(text, newlines=False)
+    if cell:
+        text = text.replace("|", "\\|")
+    longest = max((len(m) for m in _LONGEST_BACKTICKS.findall(text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if longest or text.startswith(" ") or text.endswith(" ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+_FORMULA_START: Final = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+
+
+def _csv_text(text: str) -> str:
+    """Stored text as a CSV cell a spreadsheet shows as text: never a formula, never a control character."""
+    if text.startswith(_FORMULA_START):
+        text = "'" + text  # the usual guard: a leading apostrophe makes the cell text
+    return visible(text)
+
+
 def _number(value: float | None, metric: str) -> str:
     if value is None:
         return "–"
@@ -298,12 +328,12 @@ def _markdown(report: EvidenceReport) -> str:
     header = [report.by, *METRICS]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in report.rows:
-        cells = [f"`{_label(row.group)}`", *(_number(row.metric(m), m) for m in METRICS)]
+        cells = [_code(_label(row.group)), *(_number(row.metric(m), m) for m in METRICS)]
         lines.append("| " + " | ".join(cells) + " |")
     for row in report.rows:
         if row.out_of_bounds_tools:
-            tools = ", ".join(f"`{t}` × {n:,}" for t, n in row.out_of_bounds_tools)
-            lines += ["", f"Out-of-bounds calls in `{_label(row.group)}`: {tools}"]
+            tools = ", ".join(f"{_code(t, cell=False)} × {n:,}" for t, n in row.out_of_bounds_tools)
+            lines += ["", f"Out-of-bounds calls in {_code(_label(row.group), cell=False)}: {tools}"]
     c = report.comparison
     if c is not None:
         title = {
@@ -315,9 +345,9 @@ def _markdown(report: EvidenceReport) -> str:
         }[c.verdict]
         lines += [
             "",
-            f"#### `{c.candidate}` against `{c.baseline}`: {title}",
+            f"#### {_code(c.candidate, cell=False)} against {_code(c.baseline, cell=False)}: {title}",
             "",
-            f"| metric | `{c.baseline}` | `{c.candidate}` | delta | threshold | verdict |",
+            f"| metric | {_code(c.baseline)} | {_code(c.candidate)} | delta | threshold | verdict |",
             "|---|---|---|---|---|---|",
         ]
         for d in c.deltas:
@@ -343,11 +373,11 @@ def _csv(report: EvidenceReport) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow([report.by, *METRICS, "verdict"])
     for row in report.rows:
-        writer.writerow([_label(row.group), *(_plain(row.metric(m)) for m in METRICS), ""])
+        writer.writerow([_csv_text(_label(row.group)), *(_plain(row.metric(m)) for m in METRICS), ""])
     c = report.comparison
     if c is not None:
         cells = [_plain(d.delta) for d in c.deltas]
-        writer.writerow([f"delta {c.baseline}..{c.candidate}", *cells, c.verdict])
+        writer.writerow([_csv_text(f"delta {c.baseline}..{c.candidate}"), *cells, c.verdict])
     return buffer.getvalue()
 
 

@@ -113,7 +113,7 @@ def _step_attributes(step: Step) -> dict[str, Any]:
     return attrs
 
 
-def _session_row(run: Run, tags: list[str]) -> tuple[Any, ...]:
+def _session_row(run: Run, tags: list[str], source: str | None) -> tuple[Any, ...]:
     attrs = run.attributes
     input_hash = attrs.get(INPUT_HASH)
     if not isinstance(input_hash, str) and run.input_json is not None:
@@ -126,6 +126,7 @@ def _session_row(run: Run, tags: list[str]) -> tuple[Any, ...]:
         "recorded_at": run.recorded_at,
         "output": run.output if run.output_json is not None else None,
         "error": {"type": run.error.type, "message": run.error.message} if run.error else None,
+        "tape": source,
     }
     if run.complete:
         status = "failed" if run.error is not None else "success"
@@ -167,9 +168,9 @@ def _tool_outcome(step: Step) -> tuple[str, str | None]:
     return "ok", None
 
 
-def rows_of_run(run: Run, tags: list[str]) -> SessionRows:
-    """Every row of one run."""
-    rows = SessionRows(_session_row(run, tags), run.complete)
+def rows_of_run(run: Run, tags: list[str], source: str | None = None) -> SessionRows:
+    """Every row of one run (``source``: the tape it was read from, kept in the session's ``extra``)."""
+    rows = SessionRows(_session_row(run, tags, source), run.complete)
     sid = run.run_id
     if run.complete:
         attrs = dict(run.attributes)

@@ -104,3 +104,20 @@ def test_pull_with_db_ingests_what_it_pulled(tmp_path: Path, capsys: pytest.Capt
     assert f"ingested 1 session(s), 3 tool call(s) into {db}" in " ".join(capsys.readouterr().out.split())
     with open_store(db) as store:
         assert [s.session_id for s in store.sessions()] == [run.run_id]
+
+
+def test_ingest_refuses_a_different_run_under_a_stored_run_id(
+    tapes: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "evidence.db")
+    first = load_tape(tapes[0]).runs[0].run_id
+    second = load_tape(tapes[1]).runs[0].run_id
+    forged = tmp_path / "forged.jsonl"  # the 1.1 recording of c1, its run id changed to the 1.0 one's
+    forged.write_text(tapes[1].read_text(encoding="utf-8").replace(second, first), encoding="utf-8")
+    assert main(["ingest", str(tapes[0]), "--db", db]) == 0
+    capsys.readouterr()
+    assert main(["ingest", str(forged), "--db", db, "--json"]) == 3
+    captured = capsys.readouterr()
+    assert captured.out == "" and first in captured.err and str(forged) in captured.err
+    with open_store(db) as store:
+        assert store.session(first).agent_version == "1.0"  # not replaced by the 1.1 run

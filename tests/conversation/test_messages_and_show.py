@@ -116,4 +116,4 @@ def test_a_decorated_model_call_gets_messages_and_show_prints_no_control_sequenc
     for args in (["show", str(tape)], ["show", str(tape), "--conversation"]):
         assert main(args) == 0
         shown = capsys.readouterr().out
-        assert "ALERT" in shown and "\x1b" not in shown and "\\u001b[31m" in shown
+        assert "ALERT" in shown and "\x1b" not in shown and "\\x1b[31m" in shown

@@ -46,6 +46,8 @@ def test_gemini_contents_system_instruction_and_function_calls() -> None:
     ]
     said = answer_of("gemini.stream_generate_content", _sse(*chunks))
     assert said == [{"role": "assistant", "parts": [{"type": "text", "content": "It is sunny."}]}]
+    as_array = {"status": 200, "headers": {"content-type": "application/json"}, "body": chunks}  # no alt=sse
+    assert answer_of("gemini.stream_generate_content", as_array) == said
 
 
 def test_bedrock_converse_and_its_event_stream() -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 
 from otel_agent_replay import agent_run, load_tape, model_call, record, tool
+from otel_agent_replay.instrumentation import tool_spec
 
 
 def test_a_tool_decorated_twice_records_one_step(tmp_path: Path) -> None:
@@ -22,7 +24,8 @@ def test_a_tool_decorated_twice_records_one_step(tmp_path: Path) -> None:
     (step,) = load_tape(tape).runs[0].steps
     assert calls == [1]
     assert step.side_effect == "write" and step.tool_version == "2" and step.tool == "lookup"  # the outer wins
-    assert twice.__wrapped__ is lookup  # type: ignore[attr-defined]
+    assert tool_spec(twice).function is lookup  # type: ignore[union-attr]
+    assert inspect.unwrap(twice).__name__ == "lookup"  # the readers' twin of lookup (docs/design.md)
 
     chat = model_call(model="m")(model_call(provider="p")(lambda prompt: {"text": prompt}))
     with record(tape), agent_run("b"):

@@ -12,6 +12,7 @@ from helpers.counting_server import counting_server
 from helpers.rawtape import raw_spans
 from helpers.rest_server import IMAGE, rest_api
 from opentelemetry import context as otel_context
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY  # what the SDK's span processors set
 
 from otel_agent_replay import agent_run, load_tape, record, replay, tool
 from otel_agent_replay.core import SideEffectRefused, TapeMiss
@@ -120,7 +121,7 @@ def test_requests_outside_the_runs_context_and_suppressed_ones_are_not_steps(tap
             worker = threading.Thread(target=lambda: httpx.get(api.url + "/items", params={"ping": "1"}))
             worker.start()
             worker.join()
-            token = otel_context.attach(otel_context.set_value("suppress_instrumentation", True))
+            token = otel_context.attach(otel_context.set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
             try:
                 httpx.get(api.url + "/items", params={"export": "1"})
             finally:

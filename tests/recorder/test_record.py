@@ -406,3 +406,33 @@ def test_a_tape_replaced_while_recording_is_reopened_and_the_recording_says_so(t
         look(3)
     assert [s.name for s in raw_spans(moved)] == ["execute_tool look", "execute_tool look"]
     assert [s.name for s in raw_spans(tape)] == ["execute_tool look", "invoke_agent agent"]
+
+
+@pytest.mark.parametrize(
+    "cut", [pytest.param("0", id="to-zero"), pytest.param("os.path.getsize(p) // 2", id="to-half")]
+)
+def test_a_tape_cut_short_by_another_process_mid_recording_is_warned_and_later_runs_are_whole(
+    tape: Path, cut: str
+) -> None:
+    from otel_agent_replay import load_tape
+
+    @tool(side_effect="read_only")
+    def look(n: int) -> int:
+        return n
+
+    with (
+        pytest.warns(RecordingWarning, match=r"cut short or overwritten by another process") as seen,
+        record(tape) as rec,
+    ):
+        for i in range(20):
+            with agent_run("agent", run_id=f"run-{i:02d}"):
+                look(i)
+            if i == 9:  # `truncate -s` from another process, mid-recording
+                code = f"import os, sys; p = sys.argv[1]; os.truncate(p, {cut})"
+                subprocess.run([sys.executable, "-c", code, str(tape)], check=True)
+    loaded = load_tape(tape)
+    after = [r for r in loaded.runs if r.run_id >= "run-10"]
+    assert [r.run_id for r in after] == [f"run-{i:02d}" for i in range(10, 20)] and all(r.complete for r in after)
+    before_left = len(raw_spans(tape)) - 20  # lines from before the cut still on the tape
+    assert rec.stats.changed_underneath == 1 and rec.stats.spans_lost == 20 - before_left
+    assert f"{rec.stats.spans_lost} span(s)" in str(seen[0].message)

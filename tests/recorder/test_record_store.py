@@ -91,3 +91,66 @@ def test_a_store_that_fails_mid_recording_warns_and_never_raises_into_the_agent(
         assert "disk says no" in str(caught[-1].message)
         assert store.sessions() == []
     assert [r.run_id for r in load_tape(tape).runs] == [run_id]
+
+
+@pytest.mark.parametrize("given", ["an-open-store", "a-path"])
+def test_a_locked_store_never_holds_the_agent_and_its_rows_arrive_later_or_are_reported(
+    tmp_path: Path, given: str
+) -> None:
+    import subprocess
+    import sys
+    import time
+
+    db = tmp_path / "evidence.db"
+    opened = open_store(db)  # created and migrated before another process locks it
+    if given == "a-path":
+        opened.close()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time\n"
+            "conn = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "conn.execute('BEGIN EXCLUSIVE')\n"
+            "print('held', flush=True)\n"
+            "time.sleep(10)\n"
+            "conn.execute('COMMIT')\n",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    run_ids: list[str] = []
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        tape = tmp_path / "orders.jsonl"
+        took: list[float] = []
+        store_option: Any = opened if given == "an-open-store" else db
+        with warnings.catch_warnings(record=True) as caught, record(tape, store=store_option):
+            warnings.simplefilter("always")
+            for i in range(10):
+                start = time.monotonic()
+                run_ids.append(agent(f"o-{i}"))  # each run ends while another process holds the store
+                took.append(time.monotonic() - start)
+        assert max(took) < 2.0, took
+        assert holder.poll() is None, "the store was still locked when the recording ended"
+        reported = [str(w.message) for w in caught if issubclass(w.category, RecordingWarning)]
+        # What was not stored by the end of the recording is reported, by id, with the command to ingest it.
+        (warning,) = [m for m in reported if "not yet stored" in m]
+        assert "10 run(s)" in warning and all(run_id in warning for run_id in run_ids)
+        assert f"otel-agent-replay ingest {tape} --db {db}" in warning
+    finally:
+        holder.wait(timeout=30)
+        holder.stdout.close()  # type: ignore[union-attr]
+    time.sleep(0.5)
+    if given == "an-open-store":
+        opened.close()  # the store the application gave stays the application's to close
+    deadline = time.monotonic() + 30
+    while True:  # once the lock is gone, the rows arrive
+        with open_store(db) as store:
+            stored = {s.session_id for s in store.sessions()}
+        if stored >= set(run_ids) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert stored == set(run_ids)
+    assert len(load_tape(tape).runs) == 10

@@ -147,3 +147,67 @@ def test_the_conform_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ca
     assert "ok catalog" in text and "1 tool(s) called live" in text
     assert main(["conform", str(tape), "--tools", "no_such_module_here"]) == 2
     assert b"cannot import 'no_such_module_here'" in capsysbinary.readouterr().err
+
+
+def _nested_project(project: Path, marker: Path) -> None:
+    project.mkdir()
+    (project / "nested_tools.py").write_text(
+        textwrap.dedent(
+            f"""
+            from pathlib import Path
+
+            from otel_agent_replay import tool
+
+            @tool(side_effect="write")
+            def write_marker(text: str) -> None:
+                Path({str(marker)!r}).write_text(text)
+
+            @tool(side_effect="read_only")
+            def lookup(key: str) -> dict:
+                write_marker(key)  # a "read-only" tool that writes
+                return {{"key": key}}
+
+            @tool(side_effect="read_only")
+            def careful(key: str) -> dict:
+                try:
+                    write_marker(key)
+                except Exception:
+                    pass  # swallows the refusal: still reported
+                return {{"key": key}}
+            """
+        )
+    )
+
+
+def test_a_write_tool_inside_a_read_only_tool_is_refused_reported_and_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsysbinary: Any
+) -> None:
+    @tool(side_effect="read_only")
+    def lookup(key: str) -> dict[str, str]:
+        return {"key": key}
+
+    @tool(side_effect="read_only")
+    def careful(key: str) -> dict[str, str]:
+        return {"key": key}
+
+    tape = tmp_path / "t.jsonl"
+    with record(tape), agent_run("agent"):
+        lookup("k")
+        careful("k")
+    marker = tmp_path / "marker.txt"
+    _nested_project(tmp_path / "project", marker)
+    monkeypatch.chdir(tmp_path / "project")
+    monkeypatch.delitem(sys.modules, "nested_tools", raising=False)
+    assert main(["conform", str(tape), "--tools", "nested_tools"]) == 1
+    text = capsysbinary.readouterr().out.decode()
+    assert not marker.exists(), "the write tool ran during conform"
+    assert "refused lookup" in text and "refused careful" in text
+    assert "refused side effect: write_marker is not read-only and was not run" in text
+    assert main(["conform", str(tape), "--tools", "nested_tools", "--json"]) == 1
+    report = orjson.loads(capsysbinary.readouterr().out)
+    assert not report["ok"] and not marker.exists()
+    tools = {t["tool"]: t for t in report["tools"]}
+    assert tools["lookup"]["status"] == "refused"
+    assert tools["lookup"]["findings"] == [
+        {"kind": "refused_side_effect", "path": "", "recorded": None, "live": "write_marker"}
+    ]

@@ -1,10 +1,15 @@
-"""The network guard: in a strict replay a connection to a host not allowed is stopped before any byte goes out."""
+"""The network guard: in a strict replay a connection to a host not allowed is stopped before any byte goes out.
+
+The HTTP capture answers HTTP from the tape before a socket is opened, so these replays take it out
+(``http=False``) to exercise the socket layer under it.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
 import socket
+import ssl
 import time
 import urllib.request
 from collections.abc import Callable
@@ -33,6 +38,7 @@ from otel_agent_replay import (
     tool,
 )
 from otel_agent_replay.core import ReplayWarning
+from otel_agent_replay.replayer import _audit
 
 
 @tool(side_effect="read_only")
@@ -86,7 +92,8 @@ def test_an_undecorated_call_is_blocked_before_the_server_sees_a_byte(recorded: 
     with counting_server() as server:
         call = _clients(server.port)[client]
         # swallowed or not, the replay fails at its end
-        with pytest.raises(NetworkBlocked) as again, replay(recorded, allow_hosts=[]) as session, agent_run("a"):
+        sealed = replay(recorded, http=False, allow_hosts=[])
+        with pytest.raises(NetworkBlocked) as again, sealed as session, agent_run("a"):
             ping()
             with pytest.raises(NetworkBlocked) as caught:
                 call()
@@ -102,21 +109,26 @@ def test_an_undecorated_call_is_blocked_before_the_server_sees_a_byte(recorded: 
 
 
 @pytest.mark.parametrize("client", CLIENTS)
-def test_loopback_is_allowed_by_default_and_the_server_counts_it(recorded: Path, client: str) -> None:
+def test_loopback_is_allowed_by_default_counted_and_warned(recorded: Path, client: str) -> None:
     with counting_server() as server:
-        with replay(recorded) as session, agent_run("a"):
+        with pytest.warns(ReplayWarning) as warned, replay(recorded, http=False) as session, agent_run("a"):
             ping()
             _clients(server.port)[client]()
         time.sleep(0.05)
         assert server.connections == 1
     assert session.stats.blocked_connections == 0
+    assert session.stats.loopback_connections == 1 and session.stats["loopback_connections"] == 1
+    [warning] = [w for w in warned if "loopback_connections" in str(w.message)]
+    message = str(warning.message)
+    assert f"127.0.0.1:{server.port}" in message and "litellm" in message and "allow_hosts=[]" in message
+    assert "otel_agent_replay" not in warning.filename  # it points at the code that connected, not at ours
 
 
 @pytest.mark.parametrize("client", CLIENTS)
 def test_blocked_in_a_worker_thread_given_a_copy_of_the_context(recorded: Path, client: str) -> None:
     with counting_server() as server:
         call = _clients(server.port)[client]
-        with pytest.raises(NetworkBlocked), replay(recorded, allow_hosts=[]) as session, agent_run("a"):
+        with pytest.raises(NetworkBlocked), replay(recorded, http=False, allow_hosts=[]) as session, agent_run("a"):
             ping()
             with ThreadPoolExecutor(1) as pool:
                 future = pool.submit(contextvars.copy_context().run, call)
@@ -146,7 +158,7 @@ def test_blocked_in_an_asyncio_task(recorded: Path) -> None:
             assert [type(e) for e in getattr(group.value, "exceptions", ())] == [NetworkBlocked]
 
     with counting_server() as server:
-        with pytest.raises(NetworkBlocked), replay(recorded, allow_hosts=[]) as session, agent_run("a"):
+        with pytest.raises(NetworkBlocked), replay(recorded, http=False, allow_hosts=[]) as session, agent_run("a"):
             ping()
             asyncio.run(agent(server.port))
         assert _served_nothing(server)
@@ -155,11 +167,10 @@ def test_blocked_in_an_asyncio_task(recorded: Path) -> None:
 
 def test_a_non_loopback_address_is_blocked_before_connect(recorded: Path) -> None:
     target = ("203.0.113.7", 443)  # TEST-NET-3: never reached, the guard raises before the connect call
-    with pytest.raises(NetworkBlocked), replay(recorded) as session, agent_run("a"):
+    with pytest.raises(NetworkBlocked), replay(recorded, http=False) as session, agent_run("a"):
         ping()
         guard = session.network_guard
         assert guard is not None and not guard.allows(target[0]) and guard.allows("127.0.0.1")
-        assert socket.socket.connect is not socket.SocketType.connect or "connect" in socket.socket.__dict__
         with pytest.raises(NetworkBlocked) as caught:
             socket.create_connection(target, timeout=0.5)
         with pytest.raises(NetworkBlocked):
@@ -170,10 +181,10 @@ def test_a_non_loopback_address_is_blocked_before_connect(recorded: Path) -> Non
 
 def test_allow_hosts_names_and_addresses(recorded: Path) -> None:
     with counting_server() as server:
-        with replay(recorded, allow_hosts=["localhost"]), agent_run("a"):
+        with replay(recorded, http=False, allow_hosts=["localhost"]), agent_run("a"):
             ping()
             httpx.get(f"http://localhost:{server.port}/", timeout=2)  # the name, and what it resolves to
-        with replay(recorded, allow_hosts=["127.0.0.1"]), agent_run("a"):
+        with replay(recorded, http=False, allow_hosts=["127.0.0.1"]), agent_run("a"):
             ping()
             requests.get(f"http://127.0.0.1:{server.port}/", timeout=2)
         time.sleep(0.05)
@@ -182,7 +193,7 @@ def test_allow_hosts_names_and_addresses(recorded: Path) -> None:
 
 def test_network_allow_turns_the_guard_off_and_recording_modes_have_none(recorded: Path, tmp_path: Path) -> None:
     with counting_server() as server:
-        with replay(recorded, allow_hosts=[], network="allow") as session, agent_run("a"):
+        with replay(recorded, http=False, allow_hosts=[], network="allow") as session, agent_run("a"):
             ping()
             httpx.get(f"http://127.0.0.1:{server.port}/", timeout=2)
         assert session.network_guard is None
@@ -193,20 +204,21 @@ def test_network_allow_turns_the_guard_off_and_recording_modes_have_none(recorde
         time.sleep(0.05)
         assert server.connections == 2
     with pytest.raises(ConfigurationError, match="network"):
-        replay(recorded, network="maybe")  # type: ignore[arg-type]
+        replay(recorded, http=False, network="maybe")  # type: ignore[arg-type]
 
 
 def test_the_guard_is_in_place_only_while_a_guarded_replay_runs(recorded: Path) -> None:
-    original = socket.socket.connect
-    getaddrinfo = socket.getaddrinfo
-    with replay(recorded), agent_run("a"):
+    send, getaddrinfo, ssl_send = socket.socket.send, socket.getaddrinfo, ssl.SSLSocket.send
+    with replay(recorded, http=False), agent_run("a"):
         ping()
-        assert socket.socket.connect is not original
-        with pytest.warns(ReplayWarning, match="still active"), replay(recorded), agent_run("a"):  # nested: counted
-            ping()
-        assert socket.socket.connect is not original
-    assert socket.socket.connect is original and socket.getaddrinfo is getaddrinfo
-    assert "connect" not in socket.socket.__dict__
+        assert socket.socket.send is not send and ssl.SSLSocket.send is not ssl_send
+        assert {"socket.connect", "socket.sendto", "socket.sendmsg"} <= _audit.watched()
+        with pytest.warns(ReplayWarning, match="still active"), replay(recorded, http=False), agent_run("a"):
+            ping()  # nested: counted
+        assert socket.socket.send is not send
+    assert socket.socket.send is send and socket.getaddrinfo is getaddrinfo and ssl.SSLSocket.send is ssl_send
+    assert "send" not in socket.socket.__dict__ and "sendall" not in socket.socket.__dict__
+    assert not {e for e in _audit.watched() if e.startswith("socket.")}
 
 
 def test_an_otlp_exporter_thread_started_before_the_replay_still_exports(recorded: Path) -> None:
@@ -216,7 +228,7 @@ def test_an_otlp_exporter_thread_started_before_the_replay_still_exports(recorde
         provider.add_span_processor(processor)
         tracer = provider.get_tracer("background")
         try:
-            with replay(recorded, allow_hosts=[]), agent_run("a"):  # even loopback is blocked here
+            with replay(recorded, http=False, allow_hosts=[]), agent_run("a"):  # even loopback is blocked here
                 ping()
                 tracer.start_span("from the app").end()
                 deadline = time.monotonic() + 5

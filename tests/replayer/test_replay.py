@@ -18,9 +18,12 @@ import pytest
 from helpers.rawtape import raw_spans
 
 from otel_agent_replay import (
+    AgentReplayError,
     RecordedToolError,
     SideEffectRefused,
+    Tape,
     TapeDrift,
+    TapeError,
     TapeMiss,
     TapeNotFoundError,
     TapeStale,
@@ -233,6 +236,26 @@ def test_swallowed_divergence_still_fails_the_replay(recorded: tuple[Path, Path,
 
 def test_mode_none_needs_the_tape(tmp_path: Path) -> None:
     with pytest.raises(TapeNotFoundError, match="mode='once'"), replay(tmp_path / "missing.jsonl"):
+        pass
+
+
+def test_a_strict_replay_of_a_tape_without_a_step_fails(tmp_path: Path) -> None:
+    tape = tmp_path / "empty.jsonl"
+    with record(tape), agent_run("helper"):
+        pass  # the agent called nothing decorated, and no captured HTTP
+    assert load_tape(tape).runs and not any(run.steps for run in load_tape(tape).runs)
+    with pytest.raises(TapeError) as caught, replay(tape), agent_run("helper"):
+        pytest.fail("the replay must not start")
+    message = str(caught.value)
+    assert str(tape) in message and "1 run and no step" in message
+    assert "mode='all'" in message and "@tool" in message
+    assert isinstance(caught.value, AgentReplayError)
+    with pytest.raises(TapeError, match="no run"), replay(Tape(str(tape), ())):
+        pass
+    # only the strict mode: new_episodes may fill it, and a mode that records never reads it
+    with replay(tape, mode="new_episodes", allow_unused=True), agent_run("helper"):
+        pass
+    with replay(tape, mode="all"), agent_run("helper"):
         pass
 
 

@@ -16,7 +16,7 @@ import pytest
 from helpers.store_agents import AGENT, record_support
 from helpers.store_sql import raw
 
-from otel_agent_replay import TapeFormatError, load_tape
+from otel_agent_replay import StoreError, TapeFormatError, load_tape
 from otel_agent_replay.cli._demo import record_demo
 from otel_agent_replay.store import OUT_OF_BOUNDS, open_store
 
@@ -134,6 +134,39 @@ def test_a_run_without_its_run_span_is_aborted_until_the_span_arrives(store_loca
         store.ingest(cut)  # the partial view never overwrites the complete one
         assert store.session(session.session_id).status == "success"
         assert store.counts()["tape_span"] == 4
+
+
+def _same_run_id(source: Path, run_id: str, out: Path) -> Path:
+    """A copy of a one-run tape whose run carries ``run_id`` instead of its own."""
+    (run,) = load_tape(source).runs
+    out.write_text(source.read_text(encoding="utf-8").replace(run.run_id, run_id), encoding="utf-8")
+    return out
+
+
+@pytest.mark.parametrize("how", ["another-recording", "edited-copy"])
+def test_a_different_run_under_a_stored_run_id_is_refused_naming_both_tapes(
+    store_location: str, tmp_path: Path, how: str
+) -> None:
+    first = record_support(tmp_path / "first.jsonl", "1.0", ["c1"])
+    (run,) = load_tape(first).runs
+    if how == "another-recording":  # an application that gave two runs one run id
+        second = _same_run_id(record_support(tmp_path / "other.jsonl", "1.0", ["c2"]), run.run_id, tmp_path / "b.jsonl")
+    else:  # the same ids, a recorded answer changed
+        second = tmp_path / "b.jsonl"
+        text = first.read_text(encoding="utf-8")
+        assert text.count("You owe 42.") >= 1
+        second.write_text(text.replace("You owe 42.", "You owe 0."), encoding="utf-8")
+    with open_store(store_location) as store:
+        store.ingest(first)
+        before = dump(store_location)
+        with pytest.raises(StoreError) as refused:
+            store.ingest(second)
+        assert dump(store_location) == before  # neither merged nor replaced: nothing of it was written
+        message = str(refused.value)
+        assert run.run_id in message and str(first) in message and str(second) in message
+        assert message.rstrip().endswith("delete that session first (Store.delete_session)")
+        store.ingest(first)  # the same run again is still one row of each
+        assert dump(store_location) == before
 
 
 def test_a_malformed_tape_is_refused_before_anything_is_written(store_location: str, tmp_path: Path) -> None:

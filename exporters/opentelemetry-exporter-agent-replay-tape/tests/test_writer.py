@@ -369,3 +369,70 @@ def test_a_full_pending_buffer_drops_the_oldest_spans_but_finishes_the_torn_one(
     assert stats["spans_dropped"] > 0 and stats["spans_written"] + stats["spans_dropped"] == 7
     assert log.count("more than 12000 bytes of spans wait") == 1  # warned once, not per span
     assert f"{stats['spans_dropped']} were dropped while it was not" in log
+
+
+# --- the tape changed underneath the writer by another process ----------------------------------
+
+
+def _other_process(code: str, path: Path) -> None:
+    """Change the tape from another process, as `truncate` or a shell redirection would."""
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True)
+
+
+@pytest.mark.parametrize(
+    ("cut", "kept"),
+    [
+        pytest.param("0", 0, id="to-zero"),
+        pytest.param("os.path.getsize(p) // 2 + 37", 5, id="to-half-mid-line"),
+    ],
+)
+def test_a_tape_cut_short_by_another_process_is_counted_warned_and_loses_nothing_still_held(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, cut: str, kept: int
+) -> None:
+    path = tmp_path / "t.jsonl"
+    exporter = TapeSpanExporter(path)
+    _record(exporter, *(f"a{i}" for i in range(10)))
+    _other_process(f"import os, sys; p = sys.argv[1]; os.truncate(p, {cut})", path)
+    with caplog.at_level(logging.WARNING):
+        _record(exporter, *(f"b{i}" for i in range(5)))
+    exporter.shutdown()
+    # What was left stays, a torn line is cut, and every span written after the cut is there.
+    assert _tape_names(path) == [*(f"a{i}" for i in range(kept)), *(f"b{i}" for i in range(5))]
+    stats = exporter.stats
+    assert stats.changed_underneath == 1 and stats.spans_lost == 10 - kept
+    assert stats.spans_written == 15 and stats.spans_dropped == 0 and stats.moved_aside == ()
+    (warning,) = [r.getMessage() for r in caplog.records if "another process" in r.getMessage()]
+    assert str(path) in warning and "cut short" in warning and f"{10 - kept} span(s)" in warning
+
+
+@pytest.mark.parametrize("length", [pytest.param(8, id="short"), pytest.param(200_000, id="longer-than-the-tape")])
+def test_a_tape_overwritten_with_a_garbage_line_is_moved_aside_and_the_recording_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, length: int
+) -> None:
+    path = tmp_path / "t.jsonl"
+    exporter = TapeSpanExporter(path)
+    _record(exporter, *(f"a{i}" for i in range(4)))
+    garbage = b"g" * (length - 1) + b"\n"
+    _other_process(f"import sys; open(sys.argv[1], 'wb').write(b'g' * {length - 1} + b'\\n')", path)
+    with caplog.at_level(logging.WARNING):
+        _record(exporter, "b0", "b1")
+    exporter.shutdown()
+    aside = tmp_path / "t.jsonl.changed-1"
+    assert aside.read_bytes() == garbage  # what the other process wrote is kept, not deleted
+    assert _tape_names(path) == ["b0", "b1"]  # the tape at the path loads
+    stats = exporter.stats
+    assert stats.changed_underneath == 1 and stats.spans_lost == 4 and stats.moved_aside == (str(aside),)
+    (warning,) = [r.getMessage() for r in caplog.records if "another process" in r.getMessage()]
+    assert "overwritten" in warning and str(aside) in warning
+
+
+def test_another_writer_appending_is_not_a_change_underneath(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    first, second = TapeSpanExporter(path), TapeSpanExporter(path)
+    for i in range(3):
+        _record(first, f"a{i}")
+        _record(second, f"b{i}")
+    first.shutdown()
+    second.shutdown()
+    assert _tape_names(path) == ["a0", "b0", "a1", "b1", "a2", "b2"]
+    assert first.stats.changed_underneath == second.stats.changed_underneath == 0

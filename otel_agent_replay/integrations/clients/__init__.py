@@ -3,7 +3,8 @@ from a recorded result. One module a client; each registers its ``patch`` with t
 
 from __future__ import annotations
 
+from ._aiohttp import patch as patch_aiohttp
 from ._http_client import patch as patch_http_client
 from ._httpx import patch as patch_httpx
 
-__all__ = ["patch_http_client", "patch_httpx"]
+__all__ = ["patch_aiohttp", "patch_http_client", "patch_httpx"]

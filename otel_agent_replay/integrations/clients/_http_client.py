@@ -38,7 +38,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _activation
-from .._exchange import Exchange, Request, _replaying, _suppressed, intercept, response_result
+from .._exchange import Exchange, Request, _replaying, intercept, response_result, suppressed
 from .._wire import check_result
 from . import _http11 as http11
 from ._http11 import DROPPED, TapeSocket, Tee, decoded, head, response_bytes
@@ -84,7 +84,7 @@ class _Pending:
 def _sealed(conn: Any) -> bool:
     """Whether a request on this connection, in this context, is answered from the tape (a replay that
     does not let the host through): then nothing may be sent, nor a connection opened."""
-    if _going_live.get() or _activation.settings() is None or _suppressed():
+    if _going_live.get() or _activation.settings() is None or suppressed():
         return False
     session = _replaying()
     if session is None:
@@ -139,7 +139,7 @@ def _again(conn: Any) -> None:
 def _putrequest(original: Callable[..., Any]) -> Callable[..., Any]:
     def putrequest(self: Any, *args: Any, **kwargs: Any) -> Any:
         result = original(self, *args, **kwargs)
-        if _activation.settings() is None or _suppressed():
+        if _activation.settings() is None or suppressed():
             self.__dict__.pop(_PENDING, None)
             return result
         pending = _Pending(_sealed(self))

@@ -11,16 +11,6 @@ from otel_agent_replay.core import attributes as A
 from .._routes import HttpRoute
 from ._base import Provider
 
-OPENAI = Provider(
-    "openai",
-    (
-        HttpRoute("openai.chat.completions", "/chat/completions", "openai"),
-        HttpRoute("openai.responses", "/responses", "openai"),
-        HttpRoute("openai.completions", "/completions", "openai"),
-        HttpRoute("openai.embeddings", "/embeddings", "openai", A.OP_EMBEDDINGS),
-    ),
-)
-
 HOSTS: dict[str, str] = {
     "api.openai.com": "openai",
     "api.mistral.ai": "mistral_ai",
@@ -36,11 +26,8 @@ HOSTS: dict[str, str] = {
 """Hosts that speak the OpenAI paths, and the provider each is (the conventions' names where they exist)."""
 
 
-def provider_for_host(route: HttpRoute, host: str) -> str:
-    """Who answered a request to ``host`` on ``route``: the host's provider for an OpenAI-compatible
-    route, else the route's own."""
-    if route.provider != OPENAI.name:
-        return route.provider
+def by_host(host: str) -> str | None:
+    """The provider a host of OpenAI's paths is (None: unknown, so ``openai``)."""
     if host in HOSTS:
         return HOSTS[host]
     for known, provider in HOSTS.items():
@@ -48,4 +35,16 @@ def provider_for_host(route: HttpRoute, host: str) -> str:
             return provider
     if host.endswith(".openai.azure.com"):
         return "azure.ai.openai"
-    return route.provider
+    return None
+
+
+OPENAI = Provider(
+    "openai",
+    (
+        HttpRoute("openai.chat.completions", "/chat/completions", "openai"),
+        HttpRoute("openai.responses", "/responses", "openai"),
+        HttpRoute("openai.completions", "/completions", "openai"),
+        HttpRoute("openai.embeddings", "/embeddings", "openai", A.OP_EMBEDDINGS),
+    ),
+    by_host,
+)

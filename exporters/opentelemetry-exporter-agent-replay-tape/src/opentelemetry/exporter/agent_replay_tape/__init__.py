@@ -15,6 +15,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
@@ -59,6 +60,13 @@ class ExporterStats:
     spans_left_behind: int = 0
     """Spans written to a file that was then deleted, moved away or replaced: not at the path any more
     (unless whoever replaced the file copied them)."""
+    changed_underneath: int = 0
+    """How often another process was found to have cut the tape short or overwritten it in place."""
+    spans_lost: int = 0
+    """Spans this exporter had written that another process then cut off or overwrote."""
+    moved_aside: tuple[str, ...] = ()
+    """Tapes moved aside (``{name}.changed-{n}``) because another process left a line there that is
+    not a tape line; the spans went on into a new file at the path."""
 
 
 class TapeSpanExporter(SpanExporter):
@@ -110,6 +118,9 @@ class TapeSpanExporter(SpanExporter):
             torn_bytes_removed=self._writer.torn_bytes_removed,
             reopened=self._writer.reopened,
             spans_left_behind=self._writer.lines_left_behind,
+            changed_underneath=self._writer.changed_underneath,
+            spans_lost=self._writer.lines_lost,
+            moved_aside=tuple(map(str, self._writer.moved_aside)),
         )
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
@@ -134,14 +145,18 @@ class TapeSpanExporter(SpanExporter):
             lines = self._pending + lines
         if not lines:
             return SpanExportResult.SUCCESS
-        reopened, left_behind = self._writer.reopened, self._writer.lines_left_behind
+        writer = self._writer
+        reopened, left_behind = writer.reopened, writer.lines_left_behind
+        changed, lost, aside = writer.changed_underneath, writer.lines_lost, len(writer.moved_aside)
         try:
-            self._writer.append(lines)
+            writer.append(lines)
         except AppendError as err:
             return self._failed(lines, err)
         finally:
-            if self._writer.reopened != reopened:
-                self._warn_reopened(self._writer.lines_left_behind - left_behind)
+            if writer.reopened != reopened:
+                self._warn_reopened(writer.lines_left_behind - left_behind)
+            if writer.changed_underneath != changed:
+                self._warn_changed(writer.lines_lost - lost, writer.moved_aside[aside:])
         self._written += len(lines)
         if self._failing:
             _logger.warning(
@@ -165,6 +180,23 @@ class TapeSpanExporter(SpanExporter):
             what = "was replaced by another file, which"
             lost += " (they are in the new one only if whoever replaced it copied them)" if left_behind else ""
         _logger.warning("agent-replay tape: %s %s receives the spans from now on%s", self.path, what, lost)
+
+    def _warn_changed(self, lost: int, aside: list[Path]) -> None:
+        what = "cut short" if self._writer.change_reason == "truncated" else "overwritten"
+        where = (
+            f"; what it held was not a tape any more, so it was moved to {', '.join(map(str, aside))} and the "
+            "spans go on into a new file at the path"
+            if aside
+            else "; the spans go on after what is left"
+        )
+        _logger.warning(
+            "agent-replay tape: %s was %s by another process while it was being written: %d span(s) written "
+            "before are no longer on it%s. Record those runs again, and leave a tape alone while it is being recorded",
+            self.path,
+            what,
+            lost,
+            where,
+        )
 
     def _failed(self, lines: list[bytes], err: AppendError) -> SpanExportResult:
         """Keep the lines that are not whole on the file (from the torn one on) for the next try."""

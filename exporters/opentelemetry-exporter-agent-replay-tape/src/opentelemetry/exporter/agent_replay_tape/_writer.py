@@ -23,14 +23,26 @@ against ``stat`` of the path: device and inode). When the file was deleted, move
 or replaced (``os.replace``), the writer opens the path again, creating it if needed,
 and counts how many lines it had written to the old file, so that nothing more goes to
 a file nobody will read.
+
+Each append also checks that the file was not changed underneath it: the file must still be
+at least as long as it was right after our last write, and still hold our last line where we
+wrote it (one ``pread`` of that line). Another process that truncated the tape in place
+(``truncate -s 0``, ``> tape``) or overwrote it is noticed there: the lines of ours that are no
+longer on the file are counted (``lines_lost``), and the recording goes on. When what is left
+ends in complete tape lines (or nothing), the writer appends after it; when the last complete
+line is no longer a JSON object (a garbage line), appending would leave an unloadable tape, so
+the changed file is moved aside to ``{name}.changed-{n}`` (kept, never deleted) and a new file
+is started at the path.
 """
 
 from __future__ import annotations
 
+import bisect
 import fcntl
 import os
 import threading
 import time
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +87,30 @@ def _is_whole_line(tail: bytes) -> bool:
         return False
 
 
+def _ends_in_tape_lines(fd: int, size: int) -> bool:
+    """Whether the file's last complete line (if any) is a JSON object, as every tape line is."""
+    end = size
+    if end and os.pread(fd, 1, end - 1) != b"\n":
+        # a last line without its newline is settled later (kept or cut); judge the line before it
+        end = _last_newline(fd, end)
+    if end <= 0:
+        return True
+    start = _last_newline(fd, end - 1)
+    return _is_whole_line(os.pread(fd, end - 1 - start, start))
+
+
+def _last_newline(fd: int, size: int) -> int:
+    """The offset just past the last newline in the first ``size`` bytes, or 0."""
+    pos = size
+    while pos > 0:
+        start = max(0, pos - 65536)
+        idx = os.pread(fd, pos - start, start).rfind(b"\n")
+        if idx >= 0:
+            return start + idx + 1
+        pos = start
+    return 0
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -97,7 +133,17 @@ class AppendWriter:
         """Why, the last time: deleted (or moved away), or replaced by another file."""
         self.lines_left_behind = 0
         """Lines this writer had written to files that were then deleted, moved or replaced."""
+        self.changed_underneath = 0
+        """How often the file was found cut or overwritten behind our last write by someone else."""
+        self.change_reason: Literal["truncated", "overwritten"] | None = None
+        """What was found the last time: the file shorter than our last write, or our last line gone."""
+        self.lines_lost = 0
+        """Lines this writer had written that another process then cut off or overwrote."""
+        self.moved_aside: list[Path] = []
+        """Files moved aside because what another process left there no longer ended in tape lines."""
         self._lines_here = 0  # lines this writer has written to the file now open
+        self._ends = array("q")  # where each of those lines ends on the file (ascending)
+        self._last: bytes | None = None  # our last whole line, which ends at _our_end
         self._fd: int | None = None
         self._our_end = -1  # the file size right after our last write, when that ended a line
         self._torn: _Torn | None = None
@@ -157,9 +203,61 @@ class AppendWriter:
         self.reopened += 1
         self.reopen_reason = reason
         self.lines_left_behind += self._lines_here
+        self._forget_file()
+
+    def _forget_file(self) -> None:
         self._lines_here = 0
+        del self._ends[:]
+        self._last = None
         self._our_end = -1
         self._torn = None
+
+    def _check_underneath(self, fd: int, size: int) -> tuple[int, int]:
+        """Notice a file cut or overwritten behind our last write; returns the descriptor and size to go on with.
+
+        The descriptor is another (locked) one when the changed file had to be moved aside.
+        """
+        end, last = self._our_end, self._last
+        if end < 0 or last is None:
+            return fd, size
+        if size >= end and os.pread(fd, len(last), end - len(last)) == last:
+            return fd, size  # the usual case: our last line is where we left it
+        self.changed_underneath += 1
+        if size < end:
+            self.change_reason = "truncated"
+            kept = bisect.bisect_right(self._ends, size)  # our lines that end within what is left
+        else:
+            self.change_reason = "overwritten"
+            kept = 0
+        self.lines_lost += self._lines_here - kept
+        self._lines_here = kept
+        del self._ends[kept:]
+        self._last = None
+        self._our_end = -1
+        if _ends_in_tape_lines(fd, size):
+            return fd, size  # append after what is left (a torn tail is cut by the usual tail check)
+        return self._move_aside(fd)
+
+    def _move_aside(self, fd: int) -> tuple[int, int]:
+        """Rename the changed file (under its lock) and start a new one at the path."""
+        n = len(self.moved_aside) + 1
+        while True:
+            aside = self.path.with_name(f"{self.path.name}.changed-{n}")
+            if not aside.exists():
+                break
+            n += 1
+        try:
+            os.rename(self._path, aside)
+        except OSError:
+            return fd, os.fstat(fd).st_size  # cannot move it: append after it, as before
+        self.moved_aside.append(aside)
+        self._fd = None
+        os.close(fd)  # releases its lock
+        self.lines_left_behind += self._lines_here  # ours that were still on it are in the file moved aside
+        self._forget_file()
+        fd = self._open()
+        self._acquire(fd)
+        return fd, os.fstat(fd).st_size
 
     def _settle_tail(self, fd: int, size: int) -> int:
         """End the file with a newline: end a complete last line, or cut a partial one.
@@ -170,17 +268,7 @@ class AppendWriter:
             return size  # nobody wrote since our last whole line: the tail is ours and complete
         if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
             return size
-        # Find the last newline; everything after it is the last line, without its newline.
-        pos = size
-        keep = 0
-        while pos > 0:
-            start = max(0, pos - 65536)
-            chunk = os.pread(fd, pos - start, start)
-            idx = chunk.rfind(b"\n")
-            if idx >= 0:
-                keep = start + idx + 1
-                break
-            pos = start
+        keep = _last_newline(fd, size)  # everything after it is the last line, without its newline
         if _is_whole_line(os.pread(fd, size - keep, keep)):
             _write_all(fd, b"\n")  # a complete line that only lacks its newline is kept
             self.newlines_added += 1
@@ -218,8 +306,16 @@ class AppendWriter:
             except OSError as err:
                 raise AppendError(err, 0) from err
             try:
-                skip = self._resume(fd, size, lines[0]) if self._torn is not None else 0
-                if skip == len(lines[0]):
+                fd, size = self._check_underneath(fd, size)
+            except OSError as err:
+                if self._fd == fd:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                raise AppendError(err, 0) from err
+            try:
+                torn = self._torn
+                skip = self._resume(fd, size, lines[0]) if torn is not None else 0
+                if torn is not None and skip == len(lines[0]):
+                    self._note_lines(torn.start, lines[:1])
                     done, skip = 1, 0
                     lines = lines[1:]
                 # Where lines[0] starts on the file: before its torn part, or after a settled tail.
@@ -255,13 +351,26 @@ class AppendWriter:
                     break
                 offset += len(line)
                 whole += 1
+            self._note_lines(base, lines[:whole])
             if pos > offset:
                 self._torn = _Torn(base + offset, data[offset:pos])
                 self._our_end = -1
-            else:
-                self._our_end = base + pos
+            elif not whole:
+                self._last = None  # nothing of ours ends where the file ends now
             raise AppendError(err, whole) from err
-        self._our_end = base + len(data)
+        self._note_lines(base, lines)
+
+    def _note_lines(self, base: int, lines: Sequence[bytes]) -> None:
+        """Remember where our whole lines, written from offset ``base`` on, end; the last one ends the file."""
+        if not lines:
+            return
+        ends = self._ends
+        pos = base
+        for line in lines:
+            pos += len(line)
+            ends.append(pos)
+        self._our_end = pos
+        self._last = lines[-1]
 
     def write(self, data: bytes) -> None:
         """Append ``data`` (whole lines) as one unit; raises ``AppendError`` on failure."""

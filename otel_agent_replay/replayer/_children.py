@@ -1,0 +1,139 @@
+"""Processes started from a replay's context: counted (``child_processes``) and warned once.
+
+What runs in another process cannot be answered from the tape or refused from here: a tool with a
+side effect called there really runs. So a replay watches the ways a process is started while it
+is active, in the thread that starts it, and counts the ones started from its context:
+
+- the process's audit hook (``_audit``) sees ``subprocess.Popen`` (and so ``os.popen``,
+  ``asyncio.create_subprocess_*``), ``os.fork`` (and ``os.spawn*``, which fork on POSIX,
+  ``multiprocessing``'s ``fork`` start method, ``pty.fork``), ``os.forkpty``, ``os.posix_spawn``
+  (and ``posix_spawnp``) and ``os.system``;
+- ``multiprocessing``'s ``spawn`` and ``forkserver`` start methods start their processes through a C
+  function that raises no audit event, so ``BaseProcess.start`` is wrapped while a replay is active
+  (a ``Process``, a ``Pool``'s workers, ``ProcessPoolExecutor``'s workers started by ``submit``); a
+  ``fork`` inside it is not counted twice.
+
+Not counted: processes started by a thread that does not carry the replay's context (a pool's
+management thread replacing a worker), and work handed to processes started before the replay.
+"""
+
+from __future__ import annotations
+
+import functools
+import multiprocessing.process
+import threading
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from otel_agent_replay.core import ReplayWarning
+from otel_agent_replay.instrumentation import current_replay
+
+from . import _audit
+
+
+class ChildWatch:
+    """One replay's count of the processes started from its context; it warns at the first."""
+
+    def __init__(self, describe: Callable[[], str], counted: Callable[[], None]) -> None:
+        self._describe = describe
+        self._counted = counted
+        self._warned = False
+        self._lock = threading.Lock()
+
+    def started(self, how: str, stacklevel: int) -> None:
+        """A process was started (``how``: what started it)."""
+        self._counted()
+        with self._lock:
+            warn, self._warned = not self._warned, True
+        if warn:
+            warnings.warn(
+                f"{how} started a process during the replay of {self._describe()}: what runs there is neither "
+                "answered from the tape nor refused by this replay, so a tool with a side effect called in it "
+                "really runs. Counted in child_processes, warned once per replay. To keep the test sealed, call "
+                "the agent's tools in this process while testing (threads given the replay's context: "
+                "contextvars.copy_context().run, or asyncio.to_thread), or replay the same tape in the child "
+                "too (a replay(...) block around the child's work)",
+                ReplayWarning,
+                stacklevel=stacklevel,
+            )
+
+
+def _watch() -> ChildWatch | None:
+    watch = getattr(current_replay.get(), "child_watch", None)
+    return watch if isinstance(watch, ChildWatch) else None
+
+
+_inside_start = threading.local()
+
+
+def _event(how: Callable[[tuple[Any, ...]], str]) -> _audit.Handler:
+    def handler(args: tuple[Any, ...]) -> None:
+        watch = _watch()
+        if watch is not None and not getattr(_inside_start, "depth", 0):
+            watch.started(how(args), stacklevel=4)  # started → handler → hook → the caller
+
+    return handler
+
+
+def _program(args: tuple[Any, ...], index: int) -> str:
+    value = args[index] if len(args) > index else None
+    if isinstance(value, (list, tuple)) and value:
+        value = value[0]
+    return repr(value if isinstance(value, str) else str(value))
+
+
+_EVENTS: dict[str, _audit.Handler] = {
+    "subprocess.Popen": _event(lambda args: f"subprocess.Popen({_program(args, 1)})"),
+    "os.fork": _event(lambda args: "os.fork()"),
+    "os.forkpty": _event(lambda args: "os.forkpty()"),
+    "os.posix_spawn": _event(lambda args: f"os.posix_spawn({_program(args, 0)})"),
+    "os.system": _event(lambda args: "os.system(...)"),
+}
+
+
+def _counting_start(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def start(self: multiprocessing.process.BaseProcess) -> None:
+        watch = _watch()
+        if watch is None:
+            return original(self)  # type: ignore[no-any-return]
+        watch.started(f"multiprocessing {type(self).__name__}.start() ({self.name})", stacklevel=3)
+        _inside_start.depth = getattr(_inside_start, "depth", 0) + 1
+        try:
+            return original(self)  # type: ignore[no-any-return]
+        finally:
+            _inside_start.depth -= 1
+
+    return start
+
+
+_lock = threading.Lock()
+_active = 0
+_saved: list[Callable[..., Any]] = []
+
+
+def install() -> None:
+    """Watch process starts (counted: each ``install`` needs one ``uninstall``)."""
+    global _active
+    with _lock:
+        _active += 1
+        if _active > 1:
+            return
+        process = multiprocessing.process.BaseProcess
+        _saved.append(process.start)
+        process.start = _counting_start(process.start)  # type: ignore[method-assign]
+        _audit.watch(_EVENTS)
+
+
+def uninstall() -> None:
+    """Stop watching when the last replay ends."""
+    global _active
+    with _lock:
+        _active -= 1
+        if _active > 0:
+            return
+        _active = 0
+        _audit.unwatch(_EVENTS)
+        if _saved:
+            multiprocessing.process.BaseProcess.start = _saved.pop()  # type: ignore[method-assign]

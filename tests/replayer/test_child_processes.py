@@ -1,0 +1,134 @@
+"""Processes started from a replay's context run outside it: counted in ``child_processes`` and warned once."""
+
+from __future__ import annotations
+
+import contextvars
+import multiprocessing
+import os
+import subprocess
+import sys
+import threading
+import warnings
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import pytest
+from helpers.child_tools import append_note
+
+from otel_agent_replay import agent_run, record, replay, tool
+from otel_agent_replay.replayer import _audit
+
+TESTS = Path(__file__).resolve().parent.parent
+
+
+@tool(side_effect="read_only")
+def ping() -> str:
+    return "pong"
+
+
+@pytest.fixture
+def recorded(tape: Path) -> Path:
+    with record(tape), agent_run("a"):
+        ping()
+    return tape
+
+
+@pytest.fixture
+def noted(tape: Path, tmp_path: Path) -> Path:
+    notes = tmp_path / "notes.txt"
+    with record(tape), agent_run("a"):
+        ping()
+        append_note(str(notes), "in the agent")
+    notes.unlink()
+    return tape
+
+
+def _child_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+
+
+def _spawned_process(notes: Path) -> None:
+    child = multiprocessing.get_context("spawn").Process(target=append_note, args=(str(notes), "from a child"))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0
+
+
+def _process_pool(notes: Path) -> None:
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        assert pool.submit(append_note, str(notes), "from a pool").result(60) == "written"
+
+
+def _subprocess(notes: Path) -> None:
+    command = [sys.executable, "-m", "helpers.child_tools", str(notes), "from a subprocess"]
+    subprocess.run(command, check=True, env=_child_env(), timeout=60)
+
+
+def _posix_spawn(notes: Path) -> None:
+    argv = [sys.executable, "-m", "helpers.child_tools", str(notes), "from posix_spawn"]
+    pid = os.posix_spawn(sys.executable, argv, _child_env())
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+STARTS: dict[str, Callable[[Path], None]] = {
+    "multiprocessing spawn": _spawned_process,
+    "ProcessPoolExecutor": _process_pool,
+    "subprocess": _subprocess,
+    "posix_spawn": _posix_spawn,
+}
+
+
+@pytest.mark.parametrize("start", list(STARTS))
+def test_a_write_tool_called_in_a_child_process_is_counted_and_warned(noted: Path, tmp_path: Path, start: str) -> None:
+    notes = tmp_path / "notes.txt"
+    with pytest.warns(Warning) as caught, replay(noted, stub=["append_note"]) as session, agent_run("a"):
+        ping()
+        assert append_note(str(notes), "in the agent") == "written"  # served from the tape here …
+        assert not notes.exists()
+        STARTS[start](notes)  # … but the child runs it for real
+    assert notes.read_text(encoding="utf-8").count("\n") == 1  # the child's side effect happened
+    assert session.stats.child_processes == 1 and session.stats["child_processes"] == 1
+    assert session.stats.stubbed_side_effects == 1 and session.stats.real_side_effects == 0
+    [message] = [str(w.message) for w in caught if "child_processes" in str(w.message)]
+    assert str(noted) in message and "copy_context" in message and "in the child" in message
+
+
+def test_each_process_is_counted_and_the_warning_comes_once(recorded: Path) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with replay(recorded) as session, agent_run("a"):
+            ping()
+            subprocess.run(["true"], check=True)
+            subprocess.run(["true"], check=True)
+            child = multiprocessing.get_context("fork").Process(target=os.getpid)  # a fork inside start()
+            child.start()
+            child.join(30)
+    assert session.stats.child_processes == 3  # the fork of multiprocessing's start() is not counted twice
+    assert len([w for w in caught if "child_processes" in str(w.message)]) == 1
+
+
+def test_a_thread_given_the_context_counts_and_one_without_it_does_not(recorded: Path) -> None:
+    with pytest.warns(Warning), replay(recorded) as session, agent_run("a"):
+        ping()
+        bare = threading.Thread(target=subprocess.run, args=(["true"],))  # no replay in its context
+        bare.start()
+        bare.join(30)
+        assert session.stats.child_processes == 0
+        given = threading.Thread(target=contextvars.copy_context().run, args=(subprocess.run, ["true"]))
+        given.start()
+        given.join(30)
+    assert session.stats.child_processes == 1
+
+
+def test_no_process_is_watched_outside_a_replay(recorded: Path) -> None:
+    start = multiprocessing.process.BaseProcess.start
+    with replay(recorded), agent_run("a"):
+        ping()
+        assert multiprocessing.process.BaseProcess.start is not start
+        assert {"subprocess.Popen", "os.fork", "os.posix_spawn"} <= _audit.watched()
+    assert multiprocessing.process.BaseProcess.start is start
+    assert not {"subprocess.Popen", "os.fork", "os.posix_spawn"} & _audit.watched()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        subprocess.run(["true"], check=True)  # no replay: nothing to count, no warning
