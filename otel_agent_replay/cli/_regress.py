@@ -22,7 +22,6 @@ from otel_agent_replay.capture import DEFAULT_REDACTOR
 from otel_agent_replay.comparison import STRICT, Policy, compare, short
 from otel_agent_replay.core import SideEffect, StepKind, TapeFormatError, TapeNotFoundError, TapeWarning
 from otel_agent_replay.core import attributes as A
-from otel_agent_replay.pages import diff_page
 from otel_agent_replay.tape import Run, Tape, iter_spans, load_tape
 
 from ._output import dump_json
@@ -75,6 +74,8 @@ def _cmd_diff(args: argparse.Namespace, out: Console, err: Console) -> int:
     left, right = load_tape(args.a), load_tape(args.b)
     result = compare(left, right, _policy(args))
     if args.html:
+        from otel_agent_replay.pages import diff_page  # only when asked: the pages bring the store's report
+
         page = diff_page(result, left.runs, right.runs)
         Path(args.html).write_text(page, encoding="utf-8")
         err.print(f"wrote {escape(args.html)}")
