@@ -50,6 +50,26 @@ ensure_test_tools() {
     export AGENT_REPLAY_JAEGER AGENT_REPLAY_OTELCOL
     ensure_docker_compose
     ensure_postgresql
+    ensure_chromium
+}
+
+# The HTML page tests (tests/pages) open the pages in a real headless browser: Debian's chromium.
+ensure_chromium() {
+    local found
+    found="$(command -v chromium || command -v chromium-browser || true)"
+    if [ -z "$found" ]; then
+        if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+            apt-get update -qq
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
+            found="$(command -v chromium || true)"
+        fi
+        if [ -z "$found" ]; then
+            echo "chromium is missing: the HTML page tests open the pages in a headless browser." >&2
+            echo "Install it (Debian/Ubuntu: sudo apt-get install chromium), then run this again." >&2
+            exit 1
+        fi
+    fi
+    export AGENT_REPLAY_CHROMIUM="$found"
 }
 
 # The evidence-store tests start a throwaway PostgreSQL cluster on loopback (tests/pg_server.py)

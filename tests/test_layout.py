@@ -19,9 +19,11 @@ PACKAGE = Path(otel_agent_replay.__file__).parent
 LAYERS: tuple[str, ...] = (
     "core",
     "capture",
+    "conversation",
     "tape",
     "comparison",
     "store",
+    "pages",
     "backends",
     "instrumentation",
     "integrations",

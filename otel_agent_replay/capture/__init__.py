@@ -17,7 +17,16 @@ from ._canonical import (
     normalize,
 )
 from ._describe import UNNAMED, Description, class_name, describe, exception_facts
-from ._keys import NO_RULES, PRESET_TOKEN, VOLATILE_MODEL_FIELDS, KeyRules, expand
+from ._keys import (
+    NO_RULES,
+    PRESET_TOKEN,
+    VOLATILE_MODEL_FIELDS,
+    VOLATILE_MODEL_RESULT_FIELDS,
+    VOLATILE_RESPONSE_HEADERS,
+    KeyRules,
+    expand,
+    without,
+)
 from ._payload import BlobStore, Limits
 from ._pipeline import (
     DEFAULT_CAPTURE,
@@ -44,6 +53,8 @@ __all__ = [
     "PRESET_TOKEN",
     "UNNAMED",
     "VOLATILE_MODEL_FIELDS",
+    "VOLATILE_MODEL_RESULT_FIELDS",
+    "VOLATILE_RESPONSE_HEADERS",
     "Binder",
     "BlobStore",
     "Capture",
@@ -74,4 +85,5 @@ __all__ = [
     "rebuild",
     "rebuild_exception_as",
     "usage_tokens",
+    "without",
 ]

@@ -13,6 +13,7 @@ recorded arguments with the rules in force).
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -24,14 +25,66 @@ VOLATILE_MODEL_FIELDS: tuple[str, ...] = (
     "request_id",
     "*.request_id",
     "metadata.user_id",
+    # OpenAI chat (and Cohere, Mistral …): the ids of tool calls minted per call, and their echoes
     "messages[*].tool_call_id",
     "messages[*].tool_calls[*].id",
+    # OpenAI responses: item ids and call ids echoed back as input, the previous response's id
+    "input[*].id",
     "input[*].call_id",
+    "previous_response_id",
+    # Anthropic (also inside Bedrock's invoke): `toolu_` ids of tool_use blocks and the tool_use_id echoing them
+    "messages[*].content[*].id",
+    "messages[*].content[*].tool_use_id",
+    # Bedrock converse: toolUseId of a toolUse and of the toolResult that answers it
+    "messages[*].content[*].toolUse.toolUseId",
+    "messages[*].content[*].toolResult.toolUseId",
+    # Gemini: the optional ids of function calls and responses
+    "contents[*].parts[*].functionCall.id",
+    "contents[*].parts[*].functionResponse.id",
     "created",
     "system_fingerprint",
 )
-"""The volatile fields of the model routes' requests: the end user, request ids, tool-call ids
-minted per run, ``created`` and ``system_fingerprint`` (echoed back by some clients)."""
+"""The volatile fields of the model routes' requests: the end user, request ids, the tool-call and
+tool-use ids minted per call and echoed back in later requests, the previous response's id,
+``created`` and ``system_fingerprint`` (echoed back by some clients)."""
+
+VOLATILE_MODEL_RESULT_FIELDS: tuple[str, ...] = (
+    "id",
+    "responseId",
+    "generation_id",
+    "created",
+    "created_at",
+    "createTime",
+    "system_fingerprint",
+    "service_tier",
+    "previous_response_id",
+    # minted tool-call and tool-use ids in an answer
+    "choices[*].message.tool_calls[*].id",
+    "output[*].id",
+    "output[*].call_id",
+    "output[*].content[*].id",
+    "content[*].id",
+    "message.tool_calls[*].id",
+    "output.message.content[*].toolUse.toolUseId",
+    "candidates[*].content.parts[*].functionCall.id",
+    # timings
+    "metrics",
+    "*_duration",
+    "usage",
+)
+"""The volatile fields of a model's answer (the body of an HTTP model step, or a decorated model
+function's result): response and tool-call ids minted per call, creation times, the backend's
+fingerprint and tier, timings, and token usage (which a provider may count differently for one answer)."""
+
+VOLATILE_RESPONSE_HEADERS: tuple[str, ...] = (
+    "x-request-id",
+    "request-id",
+    "x-amzn-requestid",
+    "openai-processing-ms",
+    "x-ratelimit-*",
+    "anthropic-ratelimit-*",
+)
+"""Kept response headers whose values change with every call (request ids, timings, rate-limit counters)."""
 
 PRESET_TOKEN = "@model_volatile"
 
@@ -112,6 +165,19 @@ def _without(value: Any, path: str, compiled: tuple[re.Pattern[str], ...]) -> An
                 kept.append(_without(v, sub, compiled))
         return kept
     return value
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_all(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    """All patterns as one alternation: one match per path instead of one per pattern."""
+    if not patterns:
+        return ()
+    return (re.compile("|".join(f"(?:{_compiled(p).pattern})" for p in patterns)),)
+
+
+def without(value: Any, patterns: tuple[str, ...]) -> Any:
+    """``value`` with every path matching one of ``patterns`` (this module's path syntax) left out."""
+    return _without(value, "", _compiled_all(patterns))
 
 
 NO_RULES = KeyRules()

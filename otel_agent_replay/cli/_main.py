@@ -17,7 +17,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.tree import Tree
 
-from otel_agent_replay.core import TapeFormatError
+from otel_agent_replay.conversation import (
+    Message,
+    cut,
+    part_text,
+    said_messages,
+    said_text,
+    sent_messages,
+)
+from otel_agent_replay.core import TapeFormatError, visible
 from otel_agent_replay.tape import Run, Step, Tape, load_tape
 
 from ._cost import money, run_cost, step_cost
@@ -103,15 +111,83 @@ def _step_label(step: Step, limit: int | None = SHORT) -> str:
     def cut(text: str | None) -> str:
         return text or "-" if limit is None else _short(text, limit)
 
-    text = (
-        f"[bold]{step.seq}[/bold] {escape(step.step_id)}  [{colour}]{escape(effect)}[/{colour}]  {status}  "
-        f"{_ms(step.duration_ns)}{_tokens(step)}\n    args {escape(cut(step.args_json))}"
-    )
+    text = f"[bold]{step.seq}[/bold] {escape(step.step_id)}  [{colour}]{escape(effect)}[/{colour}]  {status}  "
+    text += f"{_ms(step.duration_ns)}{_tokens(step)}"
+    said = _model_said(step, limit) if step.kind == "llm" and not step.error else None
+    if said is not None:
+        return text + said
+    text += f"\n    args {escape(cut(step.args_json))}"
     if step.error:
         text += f"\n    [red]{escape(step.error.type)}: {escape(cut(step.error.message))}[/red]"
     else:
         text += f"\n    result {escape(cut(step.result_json))}"
     return text
+
+
+def _model_said(step: Step, limit: int | None) -> str | None:
+    """A model step's lines: the last message it was sent, and what it said (text and tool calls);
+    None when neither can be read (then the arguments and result are shown as they are)."""
+    sent = sent_messages(step.tool, step.args, step.attributes)
+    said = said_messages(step.tool, step.result, step.attributes)
+    if not said:
+        return None
+    text = ""
+    if sent:
+        text += f"\n    asked [dim]{escape(sent[-1]['role'])}:[/dim] {escape(said_text(sent[-1:], limit))}"
+    return text + f"\n    said {escape(said_text(said, limit))}"
+
+
+def _signature(message: Message) -> tuple[str, str]:
+    return (str(message.get("role")), said_text([message], None))
+
+
+def render_conversation(run: Run, console: Console, *, full: bool = False) -> None:
+    """A run turn by turn, as a chat: what each model call was sent that had not been said yet, what it
+    answered (text and tool calls), and the tool steps that ran in between."""
+    limit = None if full else 200
+    console.print(
+        f"[bold]run {escape(run.run_id)}[/bold]  agent {escape(visible(run.agent_name or '?'))}"
+        + (f"  input {escape(_short(run.input_json, 100))}" if run.input_json else "")
+    )
+    history: list[tuple[str, str]] = []
+    for step in run.steps:
+        if step.kind != "llm":
+            outcome = f"{step.error.type}: {step.error.message}" if step.error else (step.result_json or "")
+            console.print(
+                f"  [dim]⚙ {escape(visible(step.tool))}({escape(cut(step.args_json or '', limit))})"
+                f" → {escape(cut(visible(outcome), limit))}[/dim]"
+            )
+            continue
+        sent = sent_messages(step.tool, step.args, step.attributes)
+        said = said_messages(step.tool, step.result, step.attributes)
+        signatures = [_signature(m) for m in sent]
+        start = len(history) if signatures[: len(history)] == history else 0
+        for message in sent[start:]:
+            _print_message(console, message, limit)
+        console.print(f"  [dim]── {escape(visible(step.step_id))} {escape(visible(step.model or step.tool))}[/dim]")
+        if step.error:
+            console.print(f"  [red]{escape(visible(step.error.type))}: {escape(visible(step.error.message))}[/red]")
+        for message in said:
+            _print_message(console, message, limit)
+        if not sent and not said and not step.error:  # a model call whose arguments and result carry no messages
+            console.print(f"  [dim]  args {escape(cut(step.args_json or '', limit))}[/dim]")
+            console.print(f"  [magenta]result:[/magenta] {escape(cut(step.result_json or '', limit))}")
+        history = signatures + [_signature(m) for m in said]
+    if run.output_json is not None:
+        console.print(f"  [bold]output[/bold] {escape(cut(run.output_json, limit))}")
+
+
+_ROLE_COLOURS = {"system": "blue", "user": "green", "assistant": "magenta", "tool": "cyan"}
+
+
+def _print_message(console: Console, message: Message, limit: int | None) -> None:
+    role = str(message.get("role"))
+    colour = _ROLE_COLOURS.get(role, "white")
+    parts = [part_text(p, limit) for p in message.get("parts") or () if isinstance(p, dict)]
+    first, *rest = parts or ["(empty)"]
+    console.print(f"  [{colour}]{escape(role)}:[/{colour}] {escape(first)}")
+    for line in rest:
+        console.print(f"  {' ' * len(role)}  {escape(line)}")
 
 
 def render_run(run: Run, *, full: bool = False) -> Tree:
@@ -203,6 +279,9 @@ def _cmd_show(args: argparse.Namespace, out: Console, err: Console) -> int:
         return _show_step(runs, args.step, out)
     if args.json:
         dump_json([run_json(r) for r in runs])
+    elif args.conversation:
+        for run in runs:
+            render_conversation(run, out, full=args.full)
     else:
         show_tape(tape, out, full=args.full, runs=runs)
     return 0
@@ -267,6 +346,11 @@ def register(sub: Any) -> None:
     show.add_argument("--agent", metavar="NAME", help="only the runs of this agent")
     show.add_argument("--step", metavar="STEP_ID", help="one step in full: its arguments and result (or its seq)")
     show.add_argument("--full", action="store_true", help="do not shorten arguments, results and output")
+    show.add_argument(
+        "--conversation",
+        action="store_true",
+        help="each run turn by turn, as a chat (what was sent, what the model said)",
+    )
     show.set_defaults(handler=_cmd_show)
     demo = sub.add_parser(
         "demo", help="record a four-step demo agent, then replay it: as recorded, with drift, a miss, an override"

@@ -71,7 +71,14 @@ def _policy(args: argparse.Namespace) -> Policy:
 
 
 def _cmd_diff(args: argparse.Namespace, out: Console, err: Console) -> int:
-    result = compare(args.a, args.b, _policy(args))
+    left, right = load_tape(args.a), load_tape(args.b)
+    result = compare(left, right, _policy(args))
+    if args.html:
+        from otel_agent_replay.pages import diff_page  # only when asked: the pages bring the store's report
+
+        page = diff_page(result, left.runs, right.runs)
+        Path(args.html).write_text(page, encoding="utf-8")
+        err.print(f"wrote {escape(args.html)}")
     if args.json:
         dump_json(result.to_json())
         return 0 if result.same else 1
@@ -392,6 +399,9 @@ def register(sub: Any) -> None:
         help="compare lists at this path without regard to order, keyed by KEY (repeatable)",
     )
     diff.add_argument("--strict", action="store_true", help="do not ignore timestamps, request ids and token counts")
+    diff.add_argument(
+        "--html", metavar="FILE", help="also write the two tapes side by side, differences marked, as one HTML page"
+    )
     diff.set_defaults(handler=_cmd_diff)
 
     stats = sub.add_parser("stats", help="per tool: calls, error rate, latency, retries, side effects")

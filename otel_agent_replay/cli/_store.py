@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, cast
 
 from rich.console import Console
@@ -118,6 +119,7 @@ def print_report(
     fail_on: tuple[CaseVerdict, ...] = (),
     rule: VerdictRule | None = None,
     err: Console | None = None,
+    out_path: str | None = None,
 ) -> int:
     """Print the report (``format_report``); 1 when a metric regressed past its threshold or a case got a
     verdict of ``fail_on``, else 0."""
@@ -132,13 +134,37 @@ def print_report(
         rule=rule,
         price=model_price,
     )
-    sys.stdout.write(format_report(report, cast(Any, fmt)))  # as is: Markdown for a PR comment, CSV, JSON
-    sys.stdout.flush()
+    # as is: Markdown for a PR comment, CSV, JSON; or one HTML page (imported only for it)
+    if fmt == "html":
+        from otel_agent_replay.pages import report_page
+
+        text = report_page(report, verdicts=_verdict_rows(report.cases))
+    else:
+        text = format_report(report, cast(Any, fmt))
+    if out_path:
+        Path(out_path).write_text(text, encoding="utf-8")
+        out.print(f"wrote {escape(out_path)}")
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
     failing = report.failing(fail_on)
     if failing and err is not None:
         names = ", ".join(v.value for v in fail_on)
         err.print(f"[red]--fail-on {escape(names)}:[/red] {len(failing)} case(s): {escape(', '.join(failing))}")
     return EXIT_REGRESSED if report.regressed or failing else 0
+
+
+def _verdict_rows(cases: Any) -> dict[str, dict[str, str]] | None:
+    """The per-case table of a report (``report.cases``) as the page's verdict matrix: per case, the passes
+    of each version (``3/5``) and, between two versions, the verdict."""
+    if cases is None:
+        return None
+    rows: dict[str, dict[str, str]] = {}
+    for rate in cases.rates:
+        rows.setdefault(rate.case_id, {})[rate.version or "(none)"] = f"{rate.passes}/{rate.runs}"
+    for comparison in cases.comparisons:
+        rows.setdefault(comparison.case_id, {})["verdict"] = comparison.verdict.value
+    return rows
 
 
 def _cmd_report(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -167,6 +193,7 @@ def _cmd_report(args: argparse.Namespace, out: Console, err: Console) -> int:
             fail_on=fail_on,
             rule=rule,
             err=err,
+            out_path=args.out,
         )
 
     return with_store(args, err, work)
@@ -236,7 +263,13 @@ def register(sub: Any) -> None:
     )
     report.add_argument("--tag", metavar="TAG", help="count only the sessions with this tag")
     report.add_argument("--criteria-version", metavar="X", help="pass_rate from the evaluations of these criteria only")
-    report.add_argument("--format", choices=("md", "csv", "json"), default="md", help="md (default: a PR comment), csv")
+    report.add_argument(
+        "--format",
+        choices=("md", "csv", "json", "html"),
+        default="md",
+        help="md (default: a PR comment), csv, json, or html (one self-contained page with charts)",
+    )
+    report.add_argument("-o", "--out", metavar="FILE", help="write the report to FILE instead of stdout")
     report.add_argument("--json", action="store_true", help="the same as --format json")
     add_verdict_arguments(report)
     report.set_defaults(handler=_cmd_report)

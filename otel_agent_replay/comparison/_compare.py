@@ -18,10 +18,11 @@ from typing import Any
 
 import orjson
 
-from otel_agent_replay.core import DivergenceKind, project_settings
+from otel_agent_replay.core import DivergenceKind, StepKind, project_settings
 from otel_agent_replay.tape import Run, Step, Tape, load_tape
 
 from ._diff import ABSENT, Difference
+from ._model import model_view
 
 DEFAULT_IGNORE: tuple[str, ...] = (
     "*timestamp*",
@@ -82,6 +83,10 @@ class Policy:
     strict: tuple[str, ...] = ()
     normalize: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
     unordered: Mapping[str, str | None] = field(default_factory=dict)
+    model_volatile: bool = True
+    """Model steps are compared without their volatile fields (``capture``'s ``VOLATILE_MODEL_FIELDS``
+    in the arguments, ``VOLATILE_MODEL_RESULT_FIELDS`` and ``VOLATILE_RESPONSE_HEADERS`` in the
+    answer), and a recorded stream by the answer its events assemble into, not event by event."""
 
     def _matches(self, patterns: Iterable[str], path: str, tool: str) -> bool:
         scoped = f"{tool}:{path}" if tool else path
@@ -104,8 +109,8 @@ class Policy:
         return False, None
 
 
-STRICT = Policy(ignore=())
-"""A policy that ignores nothing."""
+STRICT = Policy(ignore=(), model_volatile=False)
+"""A policy that ignores nothing (model steps' volatile fields and raw stream events included)."""
 
 
 @dataclass(frozen=True)
@@ -252,15 +257,19 @@ def _compare_steps(left: Step, right: Step, policy: Policy) -> list[Difference]:
         out.append(_diff(DivergenceKind.TOOL, sid, "tool", left.tool, right.tool))
         return out
     tool = left.tool
+    left_args, left_result, right_args, right_result = left.args, left.result, right.args, right.result
+    if policy.model_volatile and left.kind == StepKind.LLM.value:
+        left_args, left_result = model_view(left)
+        right_args, right_result = model_view(right)
     if left.parent_step_id != right.parent_step_id and not policy.ignored("parent_step_id", tool):
         out.append(_diff(DivergenceKind.PARENT, sid, "parent_step_id", left.parent_step_id, right.parent_step_id))
-    out.extend(_values(DivergenceKind.ARGS, sid, "args", left.args, right.args, policy, tool))
+    out.extend(_values(DivergenceKind.ARGS, sid, "args", left_args, right_args, policy, tool))
     left_error = left.error.type if left.error else None
     right_error = right.error.type if right.error else None
     if left_error != right_error:
         out.append(_diff(DivergenceKind.ERROR, sid, "error", left_error, right_error))
     elif left.error is None:
-        out.extend(_values(DivergenceKind.RESULT, sid, "result", left.result, right.result, policy, tool))
+        out.extend(_values(DivergenceKind.RESULT, sid, "result", left_result, right_result, policy, tool))
     if left.side_effect != right.side_effect and not policy.ignored("side_effect", tool):
         out.append(_diff(DivergenceKind.SIDE_EFFECT, sid, "side_effect", left.side_effect, right.side_effect))
     return out

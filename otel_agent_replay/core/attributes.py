@@ -35,6 +35,20 @@ GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
 GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
 GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS: Final = "gen_ai.usage.cache_write.input_tokens"
+"""Prompt-cache writes; written by older instrumentations as ``gen_ai.usage.cache_creation.input_tokens``."""
+OLD_SPELLINGS: Final = {
+    "gen_ai.usage.cache_creation.input_tokens": GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS,
+    "gen_ai.usage.cache_creation_input_tokens": GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS,
+    "gen_ai.usage.cache_read_input_tokens": GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
+    "gen_ai.usage.prompt_tokens": GEN_AI_USAGE_INPUT_TOKENS,
+    "gen_ai.usage.completion_tokens": GEN_AI_USAGE_OUTPUT_TOKENS,
+    "gen_ai.prompt": GEN_AI_INPUT_MESSAGES,
+    "gen_ai.completion": GEN_AI_OUTPUT_MESSAGES,
+}
+"""GenAI attribute names as older conventions (or other instrumentations) spelled them → the current name."""
 
 # evaluation events (GenAI semantic conventions): one per evaluation, on the evaluated run's span
 EVALUATION_EVENT: Final = "gen_ai.evaluation.result"
@@ -134,6 +148,7 @@ CONTENT_ATTRIBUTES: Final = frozenset(
         GEN_AI_TOOL_CALL_RESULT,
         GEN_AI_INPUT_MESSAGES,
         GEN_AI_OUTPUT_MESSAGES,
+        GEN_AI_SYSTEM_INSTRUCTIONS,
         MODEL_ARGUMENTS,
         MODEL_RESULT,
         INPUT,

@@ -28,9 +28,9 @@ from otel_agent_replay.capture import (
     capture_result,
     capture_value,
     exception_facts,
-    messages_json,
     usage_tokens,
 )
+from otel_agent_replay.conversation import answer_of, dumps, prompt_of
 from otel_agent_replay.core import TapeWarning, __version__
 from otel_agent_replay.core import attributes as A
 
@@ -79,9 +79,7 @@ class StepInFlight:
                     attrs[A.GEN_AI_USAGE_OUTPUT_TOKENS] = out
                 # The captured JSON is the redacted result already: parse it rather than redact again.
                 redacted = capture_value(result, self.capture) if captured.truncated else orjson.loads(captured.json)
-                messages = messages_json(redacted)
-                if messages is not None:
-                    attrs[A.GEN_AI_OUTPUT_MESSAGES] = messages
+                attrs.update(output_message_attributes(self.spec.name, redacted))
                 response_model = _response_model(result)
                 if response_model is not None:
                     attrs[A.GEN_AI_RESPONSE_MODEL] = response_model
@@ -109,6 +107,30 @@ class StepInFlight:
             record_error(self.span, exc, self.capture.redactor)
         finally:
             self._close()
+
+
+def input_message_attributes(name: str, args: Any) -> dict[str, str]:
+    """``gen_ai.input.messages`` (and ``gen_ai.system_instructions``) of a model step's redacted arguments,
+    in the conventions' shape; read by the step's route (``name``) or by the arguments' shape."""
+    try:
+        prompt = prompt_of(name, args)
+    except Exception:  # a shape we misread never costs the step
+        return {}
+    if prompt is None:
+        return {}
+    attrs = {A.GEN_AI_INPUT_MESSAGES: dumps(list(prompt.messages))}
+    if prompt.system:
+        attrs[A.GEN_AI_SYSTEM_INSTRUCTIONS] = dumps(list(prompt.system))
+    return attrs
+
+
+def output_message_attributes(name: str, result: Any) -> dict[str, str]:
+    """``gen_ai.output.messages`` of a model step's redacted result (an HTTP answer, a stream, an SDK object)."""
+    try:
+        messages = answer_of(name, result)
+    except Exception:
+        return {}
+    return {A.GEN_AI_OUTPUT_MESSAGES: dumps(messages)} if messages else {}
 
 
 _warned: set[tuple[str, str]] = set()
@@ -201,9 +223,7 @@ def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]
         if spec.provider:
             attrs[A.GEN_AI_PROVIDER_NAME] = spec.provider
         attrs[A.MODEL_ARGUMENTS] = captured.json
-        messages = messages_json(captured.value)
-        if messages is not None:
-            attrs[A.GEN_AI_INPUT_MESSAGES] = messages
+        attrs.update(input_message_attributes(spec.name, captured.value))
         span_name = f"{operation} {model}"
     if spec.call_attributes is not None:
         attrs.update(spec.call_attributes(captured.value))

@@ -18,7 +18,7 @@ from ._framing import event_payloads
 class Facts:
     """What a response says, filled in by a provider's reader as bodies or events go by."""
 
-    __slots__ = ("finish", "input_tokens", "model", "output_tokens", "response_id")
+    __slots__ = ("cache_read", "cache_write", "finish", "input_tokens", "model", "output_tokens", "response_id")
 
     def __init__(self) -> None:
         self.model: str | None = None
@@ -26,6 +26,8 @@ class Facts:
         self.finish: list[str] = []
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
+        self.cache_read: int | None = None
+        self.cache_write: int | None = None
 
     def set_model(self, value: object) -> None:
         if isinstance(value, str) and value:
@@ -47,6 +49,13 @@ class Facts:
         if _count(outputs):
             self.output_tokens = outputs  # type: ignore[assignment]
 
+    def cache(self, read: object, write: object) -> None:
+        """Prompt-cache token counts: read from the cache, and written to it (``cache_creation`` in older names)."""
+        if _count(read):
+            self.cache_read = read  # type: ignore[assignment]
+        if _count(write):
+            self.cache_write = write  # type: ignore[assignment]
+
     def attributes(self) -> dict[str, Any]:
         attrs: dict[str, Any] = {}
         if self.model:
@@ -59,6 +68,10 @@ class Facts:
             attrs[A.GEN_AI_USAGE_INPUT_TOKENS] = self.input_tokens
         if self.output_tokens is not None:
             attrs[A.GEN_AI_USAGE_OUTPUT_TOKENS] = self.output_tokens
+        if self.cache_read is not None:
+            attrs[A.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = self.cache_read
+        if self.cache_write is not None:
+            attrs[A.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS] = self.cache_write
         return attrs
 
 
@@ -126,6 +139,9 @@ def common_reader(facts: Facts, obj: Mapping[str, Any]) -> None:
     usage = obj.get("usage")
     if isinstance(usage, Mapping):
         facts.usage(_first(usage, "input_tokens", "prompt_tokens"), _first(usage, "output_tokens", "completion_tokens"))
+        details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details") or {}
+        cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
+        facts.cache(_first(usage, "cache_read_input_tokens") or cached, _first(usage, "cache_creation_input_tokens"))
 
 
 def _first(usage: Mapping[str, Any], *names: str) -> object:

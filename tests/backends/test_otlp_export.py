@@ -28,13 +28,13 @@ def lookup(customer: str, token: str = "") -> dict[str, Any]:
 
 
 @model_call(provider="stand-in", model="m-1")
-def decide(messages: list[dict[str, str]]) -> dict[str, Any]:
+def decide(messages: list[dict[str, str]], system: str = "") -> dict[str, Any]:
     return {"choices": [{"role": "assistant", "content": "call lookup"}], "usage": {"input_tokens": 3}}
 
 
 def _agent(steps: int = 2) -> str:
     with agent_run("support", input={"ticket": "T-1"}) as run:
-        decide([{"role": "user", "content": "who is c_1?"}])
+        decide([{"role": "user", "content": "who is c_1?"}], system="Be brief.")  # gen_ai.system_instructions
         for i in range(steps - 1):
             lookup(f"c_{i}", token="ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8")
         run.set_output({"answer": "pro"})

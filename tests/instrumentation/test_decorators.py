@@ -59,7 +59,9 @@ def test_a_run_is_a_parent_span_and_each_call_a_child_step(tape: Path) -> None:
     assert model_step.attrs[A.GEN_AI_USAGE_INPUT_TOKENS] == 11
     assert model_step.attrs[A.GEN_AI_USAGE_OUTPUT_TOKENS] == 3
     assert '"max_words":120' in model_step.attrs[A.MODEL_ARGUMENTS]
-    assert orjson.loads(model_step.attrs[A.GEN_AI_INPUT_MESSAGES]) == [{"role": "user", "content": "body of d1"}]
+    assert orjson.loads(model_step.attrs[A.GEN_AI_INPUT_MESSAGES]) == [
+        {"role": "user", "parts": [{"type": "text", "content": "body of d1"}]}
+    ]
     assert "short" in model_step.attrs[A.GEN_AI_OUTPUT_MESSAGES]
 
 
