@@ -67,7 +67,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "agent_tape(path=None, **options): the test's tape (relative to its tapes folder) and replay() "
         "options such as stub=, allow_unused=, overrides=, fallbacks=; fail_on_live_calls=, "
         "fail_on_side_effects=, fail_on_drift=, fail_on_unused= switch the end-of-test checks; repeat=K, "
-        "min_pass_rate=R run the body K times (the model live) and fail below a pass rate R",
+        "min_pass_rate=R run the body K times (the model live) and fail below a pass rate R; expect=E passes "
+        "the test when the replay raises E (a refusal or a divergence) and fails it when it does not",
     )
     config.addinivalue_line(
         "markers",
@@ -99,8 +100,26 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         and excinfo.errisinstance(core.ReplayDivergence)
     ):
         where = item.repr_failure(excinfo)  # pytest's own traceback, as --tb says, SDK frames hidden
-        report.longrepr = f"{excinfo.typename}: {excinfo.value}\n\nwhere the agent met it:\n{where}"
+        text = f"{excinfo.typename}: {excinfo.value}\n\nwhere the agent met it:\n{where}"
+        headline: Any = _Headline(text, getattr(where, "reprcrash", None))  # pytest takes any toterminal()
+        report.longrepr = headline
     return report
+
+
+class _Headline:
+    """A failure report that starts with the divergence; its ``reprcrash`` keeps the short summary's
+    ``FAILED … - TapeDrift: …`` line."""
+
+    def __init__(self, text: str, reprcrash: Any) -> None:
+        self.text = text
+        self.reprcrash = reprcrash
+
+    def toterminal(self, tw: Any) -> None:
+        for line in self.text.splitlines():
+            tw.line(line)
+
+    def __str__(self) -> str:
+        return self.text
 
 
 @pytest.hookimpl(wrapper=True)

@@ -43,6 +43,7 @@ from otel_agent_replay.core import (
 )
 from otel_agent_replay.replayer import Hints, ReplayOptions, ReplaySession, conform, load_tools, replay
 
+from ._outcome import divergence_in, expectation_met, expected_errors, unmet
 from ._state import NOT_READY as _NOT_READY
 from ._state import STATE as _STATE
 from ._state import TapeState, safe_name
@@ -220,6 +221,7 @@ def tape_fixture(request: pytest.FixtureRequest) -> Iterator[ReplaySession]:
     if not checks["fail_on_unused"]:
         options.setdefault("allow_unused", True)
     options.pop("min_pass_rate", None)
+    options.pop("expect", None)
     if (options.pop("repeat", 1) or 1) != 1:
         options.setdefault("models", "live")  # repeating a replayed model proves nothing: it runs again
     config = request.config
@@ -332,8 +334,13 @@ def _repeating(item: pytest.Item, body: Callable[..., object], repeat: int, min_
 def around_call(item: pytest.Item) -> Generator[None, object, object]:
     """Around the body of a test that uses the fixture or the ``agent_conform`` marker (the entry
     point's ``pytest_runtest_call`` delegates here): end the replay right after the body, then check
-    conformance. With ``repeat=`` the body runs that many times, each repetition in a fresh replay."""
+    conformance. With ``repeat=`` the body runs that many times, each repetition in a fresh replay.
+
+    A failure names the replay's divergence first, whatever the agent's SDK wrapped it in (an
+    ``APIConnectionError`` whose cause it is, exception groups of anyio task groups); a refusal or a
+    divergence the marker's ``expect=`` names passes the test, and its absence fails it."""
     __tracebackhide__ = True
+    expected = expected_errors(item)
     repetitions = _repetitions(item)
     state = item.stash.get(_STATE, None)
     original = getattr(item, "obj", None)
@@ -343,16 +350,29 @@ def around_call(item: pytest.Item) -> Generator[None, object, object]:
         item.obj = _repeating(item, original, *repetitions)  # type: ignore[attr-defined]
     try:
         result = yield
-    except BaseException:
+    except BaseException as exc:
         state = item.stash.get(_STATE, None)
+        raised = list(state.session.ledger.raised) if state is not None else []
         if state is not None and not state.finished:
             _finish(state, failed=True)
+        found = divergence_in(exc) or (raised[0] if raised and isinstance(exc, Exception) else None)
+        if expectation_met(expected, found or exc):
+            return None
+        if found is not None and found is not exc:
+            raise found from exc  # the headline is the divergence, not what an SDK made of it
         raise
     finally:
         if repeating:
             item.obj = original  # type: ignore[attr-defined]
     state = item.stash.get(_STATE, None)
     if state is not None and not state.finished:
-        _finish(state, failed=False)
+        try:
+            _finish(state, failed=False)
+        except BaseException as exc:
+            if not expectation_met(expected, exc):
+                raise
+        else:
+            if expected and not state.session.recording:
+                raise unmet(item, expected)
     _conform(item)
     return result
