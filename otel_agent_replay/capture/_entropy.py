@@ -17,6 +17,9 @@ and it is not one of the identifiers an agent needs back, which are kept:
 - runs of digits and dots (numbers, versions, snowflake ids), and ULIDs (26 Crockford base32 characters);
 - identifiers with a short body: a word prefix then fewer than 20 characters (``cus_NffrFeUfNV2Hib``,
   ``ord_10000``);
+- the ids model APIs mint and agents echo back (tool calls, messages, responses, requests: ``toolu_…``,
+  ``call_…``, ``msg_…``, ``chatcmpl-…``, ``resp_…``, ``fc_…``, ``req_…``), which a replay's
+  conversation and ``show`` need to pair a tool call with its result;
 - base64 data whose bytes begin with a known file signature (PNG, JPEG, GIF, WebP, PDF, ZIP, gzip):
   thumbnails and attachments;
 - runs longer than 512 characters (data, not a key; a long secret is found by its format or its name).
@@ -54,6 +57,9 @@ _MIN_SEGMENT: Final = 16
 _NUMBERISH = re.compile(r"[0-9.]+")
 _ULID = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
 _SHORT_BODY = re.compile(r"[a-z]{2,12}[_-][A-Za-z0-9]{1,19}")
+_MODEL_IDS = re.compile(
+    r"(?:toolu|srvtoolu|tooluse|call|msg|chatcmpl|resp|fc|rs|req|run|asst|thread|file|batch|ws)[_-][A-Za-z0-9_-]{6,64}"
+)
 _SIGNATURES: Final = (b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"RIFF", b"%PDF", b"PK\x03\x04", b"\x1f\x8b")
 
 # Keys whose values are identifiers the agent needs back: their value is never an entropy match.
@@ -158,7 +164,7 @@ def is_key_like(token: str) -> bool:
         return False
     if _DIGEST.fullmatch(token) or _NUMBERISH.fullmatch(token) or _ULID.fullmatch(token):
         return False
-    if _SHORT_BODY.fullmatch(token) or _media(token) or _printable_base64(token):
+    if _SHORT_BODY.fullmatch(token) or _MODEL_IDS.fullmatch(token) or _media(token) or _printable_base64(token):
         return False
     if _BASE64_BODY.fullmatch(token):  # base64 (with + or /): one piece, however its slashes fall
         return _segment_key_like(token.rstrip("="))

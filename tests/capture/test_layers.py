@@ -172,3 +172,17 @@ def test_the_short_gates_substring_path_agrees_with_the_gate_regex() -> None:
 )
 def test_timestamps_in_json_or_prose_are_not_a_pgpass_line(text: str) -> None:
     assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    "minted",
+    [
+        "toolu_01A09q90qw90lq917835lq9",
+        "call_abc123DEF456ghi789JKL0",
+        "chatcmpl-9xYzAbCdEfGh1234567890",
+        "resp_67ccd2bed1ec8190b14f964abc0542670bb6a6b452d3795b",
+    ],
+)
+def test_ids_that_model_apis_mint_and_agents_echo_are_kept(minted: str) -> None:
+    text = f'{{"type":"tool_use","id":"x","note":"then {minted} answered"}}'
+    assert redact(text) == text

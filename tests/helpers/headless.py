@@ -29,6 +29,8 @@ from typing import Any
 
 from websockets.sync.client import connect
 
+from helpers.processes import stop_group
+
 
 def chromium() -> str:
     found = os.environ.get("AGENT_REPLAY_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
@@ -129,7 +131,8 @@ def render(page: Path, width: int = 1280, height: int = 1600) -> Rendered:
     """Open ``page`` in headless chromium: its DOM once its charts are drawn, a PNG screenshot, and the
     requests it attempted (watched through the DevTools protocol, so the browser's own background
     traffic is not counted; a proxy that answers nothing keeps that traffic off the network anyway)."""
-    with counting_proxy() as proxy, tempfile.TemporaryDirectory() as tmp:
+    # chromium's helper processes may still write into the profile as it goes: clean up what can be
+    with counting_proxy() as proxy, tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
         profile = Path(tmp)
         process = subprocess.Popen(
             [
@@ -153,6 +156,7 @@ def render(page: Path, width: int = 1280, height: int = 1600) -> Rendered:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its helper processes end with it (the group is stopped below)
         )
         try:
             port = _devtools_port(profile, process)
@@ -175,12 +179,7 @@ def render(page: Path, width: int = 1280, height: int = 1600) -> Rendered:
             shot = tools.call("Page.captureScreenshot", format="png")["data"]
             tools.ws.close()
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_group(process)
     requests = tuple(
         e["params"]["request"]["url"]
         for e in tools.events
