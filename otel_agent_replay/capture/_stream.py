@@ -25,6 +25,8 @@ __all__ = ["assemble", "is_stream", "sse_data", "sse_text"]
 
 _MEAN_PIECE: Final = 64
 _MIN_JOINED: Final = 8
+_MAX_DELTA: Final = 32
+"""The longest item of a list of strings read as a stream's text deltas."""
 
 Ref = tuple[Any, Any]  # (container, key): where a piece lives
 
@@ -109,7 +111,9 @@ def is_stream(items: list[Any]) -> bool:
     (``choices``/``delta``). A list of records is not read as one text (and costs nothing here)."""
     first = items[0]
     if type(first) is str:
-        return all(type(item) is str for item in items)
+        # a model's streamed deltas are short; a list holding a longer string is data (ids, names), and
+        # gluing its items together would make tokens that no item holds (a UUID followed by "red")
+        return all(type(item) is str and len(item) <= _MAX_DELTA for item in items)
     if type(first) is dict:
         text = first.get("text")
         if type(text) is str and text.startswith(("data:", "event:", "id:")):

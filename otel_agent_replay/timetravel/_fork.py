@@ -50,7 +50,7 @@ def _link_to(step: Step) -> list[Link]:
         context = SpanContext(int(step.trace_id, 16), int(step.span_id, 16), True, TraceFlags(TraceFlags.SAMPLED))
     except (TypeError, ValueError):
         return []
-    return [Link(context, {A.FORKED_FROM: f"{step.run_id}/{step.step_id}"})] if context.is_valid else []
+    return [Link(context, {A.FORKED_FROM: f"{step.run_id}:{step.step_id}"})] if context.is_valid else []
 
 
 class ForkState:
@@ -102,7 +102,7 @@ class ForkState:
                 str(self.tape) if self.tape else None,
             )
         if run_span is not None and run_span.is_recording():
-            run_span.set_attribute(A.FORKED_FROM, f"{run_id}/{fork.step_id or ''}")
+            run_span.set_attribute(A.FORKED_FROM, f"{run_id}:{fork.step_id or ''}")
             for link in _link_to(step) if step is not None else ():
                 run_span.add_link(link.context, link.attributes)
         return fork

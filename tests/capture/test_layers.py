@@ -186,3 +186,8 @@ def test_timestamps_in_json_or_prose_are_not_a_pgpass_line(text: str) -> None:
 def test_ids_that_model_apis_mint_and_agents_echo_are_kept(minted: str) -> None:
     text = f'{{"type":"tool_use","id":"x","note":"then {minted} answered"}}'
     assert redact(text) == text
+
+
+def test_a_list_holding_a_longer_string_is_data_not_a_stream_of_deltas() -> None:
+    value = [" ", "e3e70682-c209-4cac-629f-6fbed82c07cd", "red"]  # glued, the UUID would turn into a token
+    assert DEFAULT_REDACTOR(value) == value

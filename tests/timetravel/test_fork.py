@@ -56,7 +56,7 @@ def test_a_changed_prompt_forks_live_at_the_model_call_that_differs(tape: Path, 
     fork_tape = Path(r.fork.tape or "")
     assert fork_tape == tape.with_name("run.fork.jsonl")
     (run,) = load_tape(fork_tape).runs
-    assert run.attributes[A.FORKED_FROM].endswith("/openai.chat.completions#2")
+    assert run.attributes[A.FORKED_FROM].endswith(":openai.chat.completions#2")
     assert [s.tool for s in run.steps][-2:] == ["openai.chat.completions", "send_report"]
 
 
