@@ -11,6 +11,7 @@ import fnmatch
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from otel_agent_replay.core import DECLARABLE_SIDE_EFFECTS, ConfigurationError, SideEffect, SideEffectName
 
@@ -83,6 +84,18 @@ _lock = threading.Lock()
 _active: list[HttpActivation] = []
 _restores: list[Restore] = []
 _patchers: list[Callable[[], list[Restore]]] = []
+
+
+def replace(owner: type, attr: str, make: Callable[[Any], Any]) -> Restore:
+    """Set ``owner.attr`` to ``make(original)``, the original read from the class's own ``__dict__``;
+    the returned callable puts that very object back (what every client's ``patch`` does per attribute)."""
+    original = owner.__dict__[attr]
+    setattr(owner, attr, make(original))
+
+    def restore() -> None:
+        setattr(owner, attr, original)
+
+    return restore
 
 
 def register_client(patch: Callable[[], list[Restore]]) -> None:

@@ -42,7 +42,6 @@ def patch() -> list[_activation.Restore]:
     except ImportError:
         return []
     session_cls = client.ClientSession
-    original = session_cls.__dict__["_request"]
     if not _accepts(session_cls, "middlewares"):
         _log.warning(
             "aiohttp %s has no client middlewares: its requests are not recorded or answered from the tape "
@@ -50,12 +49,7 @@ def patch() -> list[_activation.Restore]:
             getattr(importlib.import_module("aiohttp"), "__version__", "?"),
         )
         return []
-    session_cls._request = _wrapper(original)
-
-    def restore() -> None:
-        session_cls._request = original
-
-    return [restore]
+    return [_activation.replace(session_cls, "_request", _wrapper)]
 
 
 _activation.register_client(patch)

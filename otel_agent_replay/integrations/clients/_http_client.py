@@ -275,24 +275,14 @@ def _connect(original: Callable[..., Any]) -> Callable[..., Any]:
     return connect
 
 
-def _replace(owner: type, attr: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> _activation.Restore:
-    original = owner.__dict__[attr]
-    setattr(owner, attr, make(original))
-
-    def restore() -> None:
-        setattr(owner, attr, original)
-
-    return restore
-
-
 def patch() -> list[_activation.Restore]:
     """Patch ``http.client.HTTPConnection`` (every client on it) and urllib3's eager connects."""
     base = http.client.HTTPConnection
     send = base.__dict__["send"]
     restores = [
-        _replace(base, "putrequest", _putrequest),
-        _replace(base, "send", _send),
-        _replace(base, "getresponse", lambda original: _getresponse(original, send)),
+        _activation.replace(base, "putrequest", _putrequest),
+        _activation.replace(base, "send", _send),
+        _activation.replace(base, "getresponse", lambda original: _getresponse(original, send)),
     ]
     try:
         connection = importlib.import_module("urllib3.connection")
@@ -301,9 +291,9 @@ def patch() -> list[_activation.Restore]:
         return restores
     for cls in (connection.HTTPConnection, connection.HTTPSConnection):
         if "connect" in cls.__dict__:
-            restores.append(_replace(cls, "connect", _connect))
+            restores.append(_activation.replace(cls, "connect", _connect))
     if "_validate_conn" in pool.HTTPSConnectionPool.__dict__:
-        restores.append(_replace(pool.HTTPSConnectionPool, "_validate_conn", _validate_conn))
+        restores.append(_activation.replace(pool.HTTPSConnectionPool, "_validate_conn", _validate_conn))
     return restores
 
 

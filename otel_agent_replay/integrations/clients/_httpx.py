@@ -9,6 +9,7 @@ from the tape, so no connection is used at all.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -33,23 +34,11 @@ def patch() -> list[_activation.Restore]:
         except ImportError:
             continue
         sync_cls, async_cls = module.HTTPTransport, module.AsyncHTTPTransport
-        for cls, attr, wrapper in (
-            (sync_cls, "handle_request", _sync_wrapper(module, sync_cls.handle_request)),
-            (async_cls, "handle_async_request", _async_wrapper(module, async_cls.handle_async_request)),
-        ):
-            restores.append(_replace(cls, attr, wrapper))
+        restores.append(_activation.replace(sync_cls, "handle_request", functools.partial(_sync_wrapper, module)))
+        restores.append(
+            _activation.replace(async_cls, "handle_async_request", functools.partial(_async_wrapper, module))
+        )
     return restores
-
-
-def _replace(owner: type, attr: str, value: object) -> _activation.Restore:
-    """Set ``owner.attr`` to ``value``; the returned callable puts the original back exactly."""
-    original = owner.__dict__[attr]
-    setattr(owner, attr, value)
-
-    def restore() -> None:
-        setattr(owner, attr, original)
-
-    return restore
 
 
 _activation.register_client(patch)
