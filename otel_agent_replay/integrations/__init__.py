@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from . import clients as _clients  # noqa: F401 (registers the clients' capture points)
 from ._activation import HttpActivation, HttpSettings, activate, patched, side_effect_rules
-from ._exchange import suppressed
+from ._context import suppressed
 from ._routes import HttpRoute
 from .providers import DEFAULT_ROUTES as MODEL_ROUTES
 

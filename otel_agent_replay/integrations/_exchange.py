@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from opentelemetry import context as otel_context
 
 from otel_agent_replay.core import ReplayDivergence
 from otel_agent_replay.instrumentation import (
@@ -39,6 +38,7 @@ from otel_agent_replay.instrumentation import (
 )
 
 from . import _activation
+from ._context import replaying, suppressed
 from ._framing import framing_for
 from ._http_steps import http_args, http_spec
 from ._routes import match
@@ -46,14 +46,6 @@ from ._wire import StreamRecorder, body_result, kept_headers
 from .providers import provider_for_host
 
 _log = logging.getLogger(__name__)
-try:  # the SDK's span processors and OpenTelemetry's instrumentations mark their own requests with these keys
-    from opentelemetry.context import _SUPPRESS_HTTP_INSTRUMENTATION_KEY as _HTTP_KEY
-    from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY as _ALL_KEY
-except ImportError:  # pragma: no cover - an older API
-    _ALL_KEY, _HTTP_KEY = "suppress_instrumentation", "suppress_http_instrumentation"
-SUPPRESS_HTTP_KEY: str = _HTTP_KEY
-"""The context key that marks HTTP requests as instrumentation's own (never steps)."""
-_SUPPRESS_KEYS = (_ALL_KEY, _HTTP_KEY, "suppress_instrumentation", "suppress_http_instrumentation")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -96,18 +88,6 @@ class Request:
         return f"{self.host}:{self.port}"
 
 
-def suppressed() -> bool:
-    """OpenTelemetry's own exporters (and instrumentations) mark their requests: those are never steps."""
-    return any(otel_context.get_value(key) for key in _SUPPRESS_KEYS)
-
-
-def _replaying() -> Any:
-    session = current_replay.get()
-    if session is None or getattr(session, "recording", False):
-        return None
-    return session
-
-
 def _json_body(content: bytes) -> dict[str, Any] | None:
     """A model route's JSON body as arguments (an object's fields; anything else under ``body``)."""
     try:
@@ -134,7 +114,7 @@ def intercept(request: Request) -> Exchange | None:
     settings = _activation.settings()
     if settings is None or suppressed():
         return None
-    session = _replaying()
+    session = replaying()
     if session is not None:
         passes = getattr(session, "passes_through", None)
         if passes is not None and passes(request.host, request.port):

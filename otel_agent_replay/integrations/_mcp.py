@@ -17,7 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 from otel_agent_replay.core import SideEffect, StepKind
-from otel_agent_replay.instrumentation import ToolSpec, call_recorded_async, current_replay
+from otel_agent_replay.instrumentation import ToolSpec, call_recorded_async
+
+from ._context import replaying
 
 LIST_TOOLS = "mcp.list_tools"
 """The step name of ``list_tools``."""
@@ -76,13 +78,6 @@ def _learn(result: object) -> None:
                 _effects[name] = side_effect_of(tool)
 
 
-def _replaying() -> Any:
-    session = current_replay.get()
-    if session is None or getattr(session, "recording", False):
-        return None
-    return session
-
-
 def _rebuild(result: object, model: type[Any]) -> Any:
     """The SDK's result type again. The tape has field names (1.x types alias ``meta`` as ``_meta``
     and keep unknown keys as extras, so names must count as well as aliases)."""
@@ -135,7 +130,7 @@ def _call_tool_wrapper(original: Callable[..., Any], model: type[Any]) -> Callab
         async def live(**_: Any) -> Any:
             return await original(self, name, arguments, *args, **kw)
 
-        session = _replaying()
+        session = replaying()
         if session is None:
             return await call_recorded_async(spec, live, (), given)
         return _rebuild(await session.call_async(spec, live, (), given), model)
@@ -155,7 +150,7 @@ def _list_tools_wrapper(original: Callable[..., Any], model: type[Any]) -> Calla
         async def live(**_: Any) -> Any:
             return await original(self, *args, **kw)
 
-        session = _replaying()
+        session = replaying()
         if session is None:
             result = await call_recorded_async(spec, live, (), given)
         else:

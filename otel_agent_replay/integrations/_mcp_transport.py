@@ -30,7 +30,7 @@ from opentelemetry import context as otel_context
 from otel_agent_replay.core import RecordMode, SideEffect, StepKind
 from otel_agent_replay.instrumentation import StepInFlight, ToolSpec, current_replay, prepare, start_step, step_run
 
-from ._exchange import SUPPRESS_HTTP_KEY
+from ._context import SUPPRESS_HTTP_KEY
 
 _TRANSPORTS = (
     ("mcp.client.stdio", "stdio_client"),

@@ -38,7 +38,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _activation
-from .._exchange import Exchange, Request, _replaying, intercept, response_result, suppressed
+from .._context import replaying, suppressed
+from .._exchange import Exchange, Request, intercept, response_result
 from .._wire import check_result
 from . import _http11 as http11
 from ._http11 import DROPPED, TapeSocket, Tee, decoded, head, response_bytes
@@ -86,7 +87,7 @@ def _sealed(conn: Any) -> bool:
     does not let the host through): then nothing may be sent, nor a connection opened."""
     if _going_live.get() or _activation.settings() is None or suppressed():
         return False
-    session = _replaying()
+    session = replaying()
     if session is None:
         return False
     options = getattr(session, "options", None)
