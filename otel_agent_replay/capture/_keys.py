@@ -111,7 +111,7 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 class KeyRules:
     """The key rules in force: per tool, the paths left out of its call key."""
 
-    __slots__ = ("_compiled", "by_tool")
+    __slots__ = ("by_tool",)
 
     def __init__(self, by_tool: Mapping[str, Iterable[str]] | None = None) -> None:
         merged: dict[str, tuple[str, ...]] = {}
@@ -119,7 +119,6 @@ class KeyRules:
             given = (patterns,) if isinstance(patterns, str) else tuple(patterns)
             merged[tool] = expand(merged.get(tool, ()) + given)
         self.by_tool: Mapping[str, tuple[str, ...]] = merged
-        self._compiled: dict[tuple[str, ...], tuple[re.Pattern[str], ...]] = {}
 
     def __bool__(self) -> bool:
         return bool(self.by_tool)
@@ -139,40 +138,35 @@ class KeyRules:
 
     def key(self, tool: str, value: JSONValue, patterns: tuple[str, ...]) -> str:
         """The call key of canonical argument data with the paths matching ``patterns`` left out."""
-        compiled = self._compiled.get(patterns)
-        if compiled is None:
-            compiled = self._compiled[patterns] = tuple(_compiled(p) for p in patterns)
-        return key_from_json(tool, dumps_canonical(_without(value, "", compiled)))
+        return key_from_json(tool, dumps_canonical(_without(value, "", _compiled_all(patterns))))
 
 
-def _matches(path: str, compiled: tuple[re.Pattern[str], ...]) -> bool:
-    return any(c.match(path) for c in compiled)
-
-
-def _without(value: Any, path: str, compiled: tuple[re.Pattern[str], ...]) -> Any:
+def _without(value: Any, path: str, rule: re.Pattern[str] | None) -> Any:
+    if rule is None:
+        return value
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
             sub = f"{path}.{k}" if path else str(k)
-            if not _matches(sub, compiled):
-                out[k] = _without(v, sub, compiled)
+            if not rule.match(sub):
+                out[k] = _without(v, sub, rule)
         return out
     if isinstance(value, list):
         kept = []
         for n, v in enumerate(value):
             sub = f"{path}[{n}]"
-            if not _matches(sub, compiled):
-                kept.append(_without(v, sub, compiled))
+            if not rule.match(sub):
+                kept.append(_without(v, sub, rule))
         return kept
     return value
 
 
-@functools.lru_cache(maxsize=64)
-def _compiled_all(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+@functools.lru_cache(maxsize=256)
+def _compiled_all(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     """All patterns as one alternation: one match per path instead of one per pattern."""
     if not patterns:
-        return ()
-    return (re.compile("|".join(f"(?:{_compiled(p).pattern})" for p in patterns)),)
+        return None
+    return re.compile("|".join(f"(?:{_compiled(p).pattern})" for p in patterns))
 
 
 def without(value: Any, patterns: tuple[str, ...]) -> Any:

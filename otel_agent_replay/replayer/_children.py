@@ -15,12 +15,16 @@ is active, in the thread that starts it, and counts the ones started from its co
 
 Not counted: processes started by a thread that does not carry the replay's context (a pool's
 management thread replacing a worker), and work handed to processes started before the replay.
+Nor the standard library describing the machine: ``platform.uname()``'s processor (``uname -p``,
+which ``platform.platform()`` and ``platform.processor()`` read, and the openai SDK's headers with
+them) is run once per process and cached, so it is read before the first watch begins.
 """
 
 from __future__ import annotations
 
 import functools
 import multiprocessing.process
+import platform
 import threading
 import warnings
 from collections.abc import Callable
@@ -120,6 +124,7 @@ def install() -> None:
         _active += 1
         if _active > 1:
             return
+        platform.uname().processor  # noqa: B018 - ``uname -p`` once per process, cached, before watching
         process = multiprocessing.process.BaseProcess
         _saved.append(process.start)
         process.start = _counting_start(process.start)  # type: ignore[method-assign]

@@ -51,10 +51,12 @@ class RunIndex:
             if step.parent_span_id:
                 self._inside.setdefault(step.parent_span_id, []).append(step)
         self._lock = threading.Lock()
-        self._keyed: dict[str, tuple[str, ...]] = {}
-        """Per tool, the key rules its recorded keys were recomputed with (absent: the recorded keys)."""
+        self._keyed: dict[str, tuple[str, ...]] = _recorded_rules(self._by_tool)
+        """Per tool, the key rules its keys were made with: recomputed with (``rekey``), or, when every
+        step of the tool was recorded under one set of rules, those (absent: none)."""
         self._stale = frozenset(s.tool for s in self.steps if s.attributes.get(A.KEY_IGNORE))
-        """Tools with steps recorded under key rules: their keys are recomputed even without rules now."""
+        """Tools with steps recorded under key rules: their keys are recomputed even without rules now,
+        unless all were recorded under the rules in force (``_keyed``)."""
 
     def keyed_otherwise(self, tool: str, patterns: tuple[str, ...]) -> bool:
         """Whether the tool's recorded keys were not made with these rules (a cheap check, no lock)."""
@@ -211,3 +213,24 @@ def _json_attr(text: Any, kind: type) -> Any:
     except orjson.JSONDecodeError:
         return None
     return value if isinstance(value, kind) else None
+
+
+def _recorded_rules(by_tool: dict[str, list[Step]]) -> dict[str, tuple[str, ...]]:
+    """Per tool whose steps were all recorded under one set of key rules, that set: a replay with the
+    same rules keeps the recorded keys instead of computing them again (the common case: a provider's
+    ``@model_volatile`` preset, unchanged since the recording)."""
+    found: dict[str, tuple[str, ...]] = {}
+    for tool, steps in by_tool.items():
+        texts = {s.attributes.get(A.KEY_IGNORE) for s in steps}
+        if len(texts) != 1:
+            continue
+        text = texts.pop()
+        if not isinstance(text, str) or not text:
+            continue
+        try:
+            patterns = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            continue  # not ours: recomputed
+        if isinstance(patterns, list) and all(isinstance(p, str) for p in patterns):
+            found[tool] = tuple(patterns)
+    return found

@@ -61,6 +61,7 @@ from otel_agent_replay.timetravel import Edits, fork_tape_for
 
 from . import _children as children
 from . import _network as network
+from . import _trust as trust
 from ._messages import Hints
 from ._options import Overrides, ReplayOptions
 from ._runs import select_runs
@@ -277,6 +278,8 @@ class replay(Scope[ReplaySession, _Entered]):
             session = ReplaySession(options, tape, tape.path, recording=False, fork_tape=fork_tape)
             replay_started(session)
         token = current_replay.set(session)
+        if not session.recording:
+            trust.install()
         if session.network_guard is not None:
             network.install()
         if session.child_watch is not None:
@@ -348,6 +351,8 @@ class replay(Scope[ReplaySession, _Entered]):
         if entered.http is not None:
             entered.http.close()
         current_replay.reset(entered.token)
+        if not entered.session.recording:
+            trust.uninstall()
         if entered.session.network_guard is not None:
             network.uninstall()
         if entered.session.child_watch is not None:

@@ -144,3 +144,35 @@ def test_the_commit_lookup_of_a_run_is_not_the_agents_process(recorded: Path) ->
     assert run.span.attributes is not None and run.span.attributes.get("agent_replay.agent_commit")
     assert session.stats.child_processes == 0
     assert not [w for w in caught if "child_processes" in str(w.message)]
+
+
+_PLATFORM_SCRIPT = """
+import platform, sys, warnings
+from otel_agent_replay import agent_run, record, replay, tool
+
+@tool(side_effect="read_only")
+def ping() -> str:
+    return "pong"
+
+with record(sys.argv[1]), agent_run("a"):
+    ping()
+warnings.simplefilter("error")
+with replay(sys.argv[1]) as session, agent_run("a"):
+    ping()
+    described = platform.platform()  # what the openai SDK sends in its headers: reads `uname -p`
+print(session.stats.child_processes, bool(described))
+"""
+
+
+def test_the_standard_library_describing_the_machine_is_not_a_child_process(tmp_path: Path) -> None:
+    """A fresh interpreter, where ``platform``'s cache is cold: its ``uname -p`` is no process of the agent."""
+    done = subprocess.run(
+        [sys.executable, "-c", _PLATFORM_SCRIPT, str(tmp_path / "t.jsonl")],
+        capture_output=True,
+        text=True,
+        env=_child_env(),
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["0", "True"]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from otel_agent_replay import RecordedToolError, agent_run, load_tape, record, tool
+from otel_agent_replay.capture import NO_RULES
+from otel_agent_replay.core import attributes as A
 from otel_agent_replay.replayer._index import RunIndex, rebuild_exception
 from otel_agent_replay.replayer._messages import ordinal
 from otel_agent_replay.tape import StepError
@@ -45,6 +48,24 @@ def test_position_is_free_only_while_unconsumed(index: RunIndex) -> None:
 def test_nearest_ranks_by_fewest_differences(index: RunIndex) -> None:
     ((step, changes), *_) = index.nearest("lookup", {"sku": "bb"})
     assert step.seq == 2 and changes == []
+
+
+def test_keys_recorded_under_the_rules_in_force_are_kept(tmp_path: Path) -> None:
+    tape = tmp_path / "ruled.jsonl"
+    with record(tape, key_ignore={"lookup": ["sku"]}), agent_run("a"):
+        lookup("a")
+        lookup("bb")
+    ruled = RunIndex(load_tape(tape).runs[0])
+    recorded = ruled.steps[0].call_key
+    assert not ruled.keyed_otherwise("lookup", ("sku",))  # recorded under these rules: nothing to recompute
+    assert ruled.keyed_otherwise("lookup", ()) and ruled.keyed_otherwise("lookup", ("other",))
+    ruled.rekey("lookup", (), NO_RULES)  # without the rules the keys differ per argument
+    assert ruled.take(recorded) is None and not ruled.keyed_otherwise("lookup", ())
+    mixed = load_tape(tape).runs[0]
+    first = mixed.steps[0]
+    attributes = {**first.attributes, A.KEY_IGNORE: '["other"]'}
+    steps = (dataclasses.replace(first, attributes=attributes), *mixed.steps[1:])
+    assert RunIndex(dataclasses.replace(mixed, steps=steps)).keyed_otherwise("lookup", ("sku",))  # two rule sets
 
 
 def test_rebuilding_recorded_exceptions_is_safe() -> None:
