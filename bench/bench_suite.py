@@ -203,8 +203,22 @@ def rounds(cases: dict[str, tuple[list[str], Path, dict[str, str]]], reps: int) 
             "cpu_min_s": min(cpus[name]),
             "wall_range": [min(walls[name]), max(walls[name])],
             "cpu_range": [min(cpus[name]), max(cpus[name])],
+            "cpu_samples": cpus[name],
         }
         for name in names
+    }
+
+
+def paired(found: dict[str, Any], mine: str, other: str) -> dict[str, float]:
+    """Round by round, ``mine``'s CPU seconds less (``diff``) and over (``ratio``) ``other``'s, run in the
+    same round: the median and the spread. Pairing cancels what a round shares (the machine's load then)."""
+    diffs = [a - b for a, b in zip(found[mine]["cpu_samples"], found[other]["cpu_samples"], strict=True)]
+    ratios = [a / b for a, b in zip(found[mine]["cpu_samples"], found[other]["cpu_samples"], strict=True)]
+    return {
+        "diff_ms": statistics.median(diffs) * 1000,
+        "diff_range_ms": [min(diffs) * 1000, max(diffs) * 1000],
+        "ratio": statistics.median(ratios),
+        "ratio_range": [min(ratios), max(ratios)],
     }
 
 
@@ -233,6 +247,8 @@ def suite(root: Path, reps: int, tests: int) -> dict[str, Any]:
             "cpu": (found[f"{who}_{tests}"]["cpu_s"] - found[f"{who}_50"]["cpu_s"]) / extra * 1000,
             "wall": (found[f"{who}_{tests}"]["wall_s"] - found[f"{who}_50"]["wall_s"]) / extra * 1000,
         }
+    found["paired_500"] = paired(found, f"ours_{tests}", f"vcr_{tests}")
+    found["paired_50"] = paired(found, "ours_50", "vcr_50")
     found["model_calls_recorded"] = recorded
     found["tests"] = tests
     found["tape"] = str(next((ours / "tests" / "tapes").rglob("*.jsonl")))
@@ -250,7 +266,11 @@ def fixed_cost(root: Path, reps: int) -> dict[str, Any]:
         "neither": (pytest_cmd("-p", "no:otel_agent_replay", "-p", "no:recording"), plain, environment),
     }
     print(f"plugin fixed cost, {reps} rounds …", file=sys.stderr, flush=True)
-    return rounds(cases, reps)
+    found = rounds(cases, reps)
+    found["ours_paired"] = paired(found, "installed", "no_ours")  # ours' cost, pytest-recording on in both
+    found["ours_paired_alone"] = paired(found, "no_recording", "neither")  # ours' cost, pytest-recording off
+    found["recording_paired"] = paired(found, "installed", "no_recording")  # pytest-recording's, for scale
+    return found
 
 
 def cli_start(root: Path, tape: str, reps: int) -> dict[str, Any]:
@@ -264,7 +284,10 @@ def cli_start(root: Path, tape: str, reps: int) -> dict[str, Any]:
         "show": ([script, "show", tape], root, environment),
     }
     print(f"command start, {reps} rounds …", file=sys.stderr, flush=True)
-    return rounds(cases, reps)
+    found = rounds(cases, reps)
+    for name in ("version", "help", "show"):
+        found[f"{name}_paired"] = paired(found, name, "bare")
+    return found
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -309,10 +332,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     text = json.dumps(report, indent=2)
-    print(text)
     if args.json:
         args.json.write_text(text + "\n")
+    else:
+        print(text)
+    summary(report)
     return 0
+
+
+def summary(report: dict[str, Any]) -> None:
+    """The three targets of issue 20, from this run (CPU time; paired per round, median [spread])."""
+    load = f"load {report['load_at_start']:.2f} → {report['load_at_end']:.2f}"
+    print(f"\n{report['started']} – {report['finished']}, {load}")
+    if "suite" in report:
+        found = report["suite"]
+        for size in ("50", str(found["tests"])):
+            mine, theirs, pair = found[f"ours_{size}"], found[f"vcr_{size}"], found[f"paired_{size}"]
+            print(
+                f"  {size} tests: ours {mine['cpu_s']:.2f} s, pytest-recording {theirs['cpu_s']:.2f} s CPU; "
+                f"ours/theirs {pair['ratio']:.2f}x [{pair['ratio_range'][0]:.2f}–{pair['ratio_range'][1]:.2f}] "
+                "(target ≤ 0.8x)"
+            )
+        print(
+            f"  per extra test: ours {found['ours_per_test_ms']['cpu']:.1f} ms, "
+            f"pytest-recording {found['vcr_per_test_ms']['cpu']:.1f} ms CPU"
+        )
+    if "fixed" in report:
+        for key, what in (
+            ("ours_paired", "the plugin's fixed cost (installed − -p no:otel_agent_replay)"),
+            ("ours_paired_alone", "the same, pytest-recording off"),
+            ("recording_paired", "pytest-recording's, for scale"),
+        ):
+            pair = report["fixed"][key]
+            low, high = pair["diff_range_ms"]
+            print(f"  {what}: {pair['diff_ms']:+.0f} ms [{low:+.0f} … {high:+.0f}] (target ≤ 50 ms)")
+    if "cli" in report:
+        for name in ("version", "help", "show"):
+            pair = report["cli"][f"{name}_paired"]
+            print(f"  otel-agent-replay {name}: {pair['diff_ms']:+.0f} ms CPU over a bare start (--version: ≤ 60 ms)")
 
 
 if __name__ == "__main__":

@@ -209,3 +209,72 @@ def test_the_import_check_sees_a_violation(tmp_path: Path) -> None:
         "otel_agent_replay/tape/_probe.py:1 imports otel_agent_replay.replayer, above tape",
         "otel_agent_replay/tape/_probe.py:2 imports the top-level package",
     ]
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = ["otel_agent_replay", *path.relative_to(root).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph(root: Path) -> dict[str, set[str]]:
+    """Module → the package's modules it imports (at the top, in functions, or for type checking only)."""
+    modules = {_module_name(p, root): p for p in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, node.module] if node.module else up)
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            graph[name].update(t for t in targets if t in modules and t != name)
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group: list[str] = []
+            while not group or group[-1] != v:
+                group.append(stack.pop())
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_module_imports_one_that_imports_it_back() -> None:
+    """No circles between modules, counting imports in functions and for type checking (design.md, Modules)."""
+    assert _circles(_import_graph(PACKAGE)) == []
+
+
+def test_the_circle_check_sees_a_circle(tmp_path: Path) -> None:
+    copy = tmp_path / "otel_agent_replay"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    probe = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ._load import x\n"
+    (copy / "tape" / "_probe.py").write_text(probe)
+    load = copy / "tape" / "_load.py"
+    load.write_text(load.read_text(encoding="utf-8") + "\n\ndef _late() -> None:\n    from . import _probe\n")
+    assert _circles(_import_graph(copy)) == [["otel_agent_replay.tape._load", "otel_agent_replay.tape._probe"]]

@@ -20,10 +20,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-import urllib.parse
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -41,51 +39,12 @@ from . import _activation
 from ._context import replaying, suppressed
 from ._framing import framing_for
 from ._http_steps import http_args, http_spec
+from ._request import Request
 from ._routes import match
 from ._wire import StreamRecorder, body_result, kept_headers
 from .providers import provider_for_host
 
 _log = logging.getLogger(__name__)
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    """An HTTP request as any client is about to send it."""
-
-    method: str
-    scheme: str
-    host: str
-    """Lower-case, without port or credentials."""
-    port: int | None
-    path: str
-    query: str = ""
-    """The raw query string (without ``?``)."""
-    headers: Mapping[str, str] = field(default_factory=dict)
-    """Lower-case names."""
-    body: bytes = b""
-
-    @classmethod
-    def from_url(cls, method: str, url: str, headers: Mapping[str, str], body: bytes) -> Request:
-        """A request from its absolute URL."""
-        parts = urllib.parse.urlsplit(url)
-        return cls(
-            method.upper(),
-            parts.scheme.lower(),
-            (parts.hostname or "").lower(),
-            parts.port,
-            parts.path or "/",
-            parts.query,
-            {str(k).lower(): str(v) for k, v in headers.items()},
-            body,
-        )
-
-    @property
-    def authority(self) -> str:
-        """The host with its port when that is not the scheme's default."""
-        if self.port is None or _DEFAULT_PORTS.get(self.scheme) == self.port:
-            return self.host
-        return f"{self.host}:{self.port}"
 
 
 def _json_body(content: bytes) -> dict[str, Any] | None:

@@ -22,11 +22,11 @@ from otel_agent_replay.core import SideEffect, StepKind
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import ToolSpec
 
+from ._request import Request
 from ._routes import BODY_SIGNATURE
 
 if TYPE_CHECKING:
     from ._activation import HttpSettings
-    from ._exchange import Request
 
 _specs: dict[tuple[str, SideEffect], ToolSpec] = {}
 _URL_CREDENTIALS = frozenset(

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from otel_agent_replay.core import SideEffect, SideEffectName, StepKind
 from otel_agent_replay.instrumentation import make_spec, tool_spec
 
-if TYPE_CHECKING:
-    from ._session import ReplaySession
+from ._serving import ServingSession
 
 
 def make_double(
-    session: ReplaySession,
+    session: ServingSession,
     fn: Callable[..., Any],
     name: str | None = None,
     side_effect: SideEffect | SideEffectName | None = None,

@@ -9,9 +9,9 @@ from a ``HitSpan``: made in one ``start_span`` when the call ends, with the reco
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from opentelemetry import trace
 from opentelemetry.trace import Link, Span, SpanContext, SpanKind, TraceFlags
@@ -34,7 +34,6 @@ from ._append import AppendedStep
 
 if TYPE_CHECKING:
     from ._runs import ReplayRun
-    from ._session import ReplaySession
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +48,47 @@ class Decision:
     has_override: bool = False
     fake: Callable[..., Any] | None = None
     append: bool = False
+
+
+class ServingSession(Protocol):
+    """What serving a call needs of its replay (``ReplaySession`` in ``_session`` is the one): named here
+    so that this module, ``_streaming`` and ``_doubles`` depend on it and not on ``_session``, which
+    depends on them."""
+
+    tape_path: str | None
+
+    @property
+    def pace(self) -> bool: ...
+
+    def call(self, spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any: ...
+
+    def call_async(
+        self, spec: ToolSpec, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Awaitable[Any]: ...
+
+    def stream(
+        self, spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Iterator[Any]: ...
+
+    def stream_async(
+        self, spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> AsyncIterator[Any]: ...
+
+    def _begin_serving(self, spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Serving | Recorded: ...
+
+    def _from_tape(self, decision: Decision, spec: ToolSpec) -> Any: ...
+
+    def _observe(self, spec: ToolSpec, prep: Prepared, result: object, error: BaseException | None) -> None: ...
+
+    def _observe_recorded(
+        self,
+        spec: ToolSpec,
+        seq: int,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        result: object,
+        error: BaseException | None,
+    ) -> None: ...
 
 
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
@@ -132,7 +172,7 @@ class Serving:
 
     def __init__(
         self,
-        session: ReplaySession,
+        session: ServingSession,
         spec: ToolSpec,
         prep: Prepared,
         decision: Decision,
@@ -191,7 +231,7 @@ class Recorded:
     __slots__ = ("args", "kwargs", "seq", "session", "spec")
 
     def __init__(
-        self, session: ReplaySession, spec: ToolSpec, seq: int, args: tuple[Any, ...], kwargs: dict[str, Any]
+        self, session: ServingSession, spec: ToolSpec, seq: int, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> None:
         self.session = session
         self.spec = spec

@@ -1,5 +1,5 @@
-"""The state of one replay: which recorded run each live run replays, each call prepared, decided
-(``_decide``) and served (``_serving``), the counters and divergences, and the end.
+"""The state of one replay: each call prepared, decided (``_decide``) and served (``_serving``), the
+counters and divergences, and the end; which recorded run each live run replays is ``_binding``'s.
 
 ``replay(...)`` (in ``_replay``) configures and installs a session; instrumentation asks it for
 every decorated call while it is active.
@@ -15,20 +15,18 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterat
 from pathlib import Path
 from typing import Any
 
-from opentelemetry.trace import INVALID_SPAN, Link, Span
+from opentelemetry.trace import Link, Span
 
 from otel_agent_replay.capture import (
     Capture,
     CapturedArgs,
     KeyRules,
-    Limits,
     capture_args,
     key_from_json,
 )
 from otel_agent_replay.comparison import RunView
 from otel_agent_replay.core import (
     DivergenceKind,
-    ModelPolicy,
     NetworkBlocked,
     OutsidePolicy,
     Pace,
@@ -37,38 +35,34 @@ from otel_agent_replay.core import (
     SideEffect,
     SideEffectName,
 )
-from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import (
     Prepared,
     RunState,
     ToolSpec,
-    active_run,
-    current_run,
     end_implicit_run,
-    implicit_replay_run,
     prepare,
     start_step,
     tool_spec,
 )
-from otel_agent_replay.tape import Run, Step, Tape
+from otel_agent_replay.tape import Step, Tape
 from otel_agent_replay.timetravel import Fork, ForkState
 
 from ._append import Appender
+from ._binding import RunBinder
 from ._children import ChildWatch
 from ._decide import Decider
 from ._doubles import make_double
 from ._hosts import NetworkGuard, running_live
-from ._index import RunIndex, rebuild_exception, recorded_result
+from ._index import rebuild_exception, recorded_result
 from ._ledger import Divergence, Ledger, ReplayStats
 from ._messages import outside_error, unused_error
 from ._options import ReplayOptions
-from ._runs import ReplayRun, has_agent, peek_implicit, select_runs, take_run, unknown_agent
+from ._runs import ReplayRun
 from ._serving import (
     Decision,
     HitSpan,
     Recorded,
     Serving,
-    links,
     replay_tracer,
     serves_as_recorded,
     step_links,
@@ -105,11 +99,7 @@ class ReplaySession:
         self.fork_state = ForkState(options.then_policy, fork_tape)
         self._decider = Decider(options, self.ledger, tape, tape_path, self.fork_state)
         self._lock = threading.Lock()
-        self._queue: list[Run] = list(select_runs(tape, options)) if tape is not None else []
-        self._bound: list[ReplayRun] = []
-        self._implicit: ReplayRun | None = None
-        self._implicit_lock = threading.Lock()
-        self._next_implicit: Run | None = None
+        self._runs = RunBinder(self, options, tape, self.ledger, self.capture)
         self._appender: Appender | None = None
         self.closed = False
         self.on_run_end: Callable[[Span, object], None] | None = None
@@ -204,41 +194,7 @@ class ReplaySession:
         """
         if self.recording:
             return {}, [], _RECORDING_RUN  # nothing to bind; end_run still learns the output
-        with self._lock:
-            recorded = self._take_run(agent_name, input_hash)
-        self.ledger.bump("runs_replayed")
-        if recorded is None and not has_agent(self._recorded_runs(), agent_name):
-            self.ledger.fail(
-                unknown_agent(self._recorded_runs(), agent_name, run_id, self.tape_path), "", agent_name, 0, None
-            )
-        index = self._index(recorded) if recorded is not None else None
-        bound = ReplayRun(index, None)
-        with self._lock:
-            self._bound.append(bound)
-        if recorded is None:
-            self.ledger.diverge(
-                DivergenceKind.RUN_COUNT,
-                "",
-                agent_name,
-                0,
-                None,
-                f"the agent started run {run_id} ({agent_name}) but the tape has no more runs of {agent_name!r} "
-                "to replay",
-            )
-            return {A.MODE: A.MODE_REPLAY}, [], bound
-        attrs: dict[str, Any] = {A.MODE: A.MODE_REPLAY, A.REPLAY_OF: recorded.run_id}
-        return attrs, links(recorded.trace_id, recorded.span_id), bound
-
-    def _take_run(self, agent_name: str, input_hash: str | None) -> Run | None:
-        """Take the recorded run a live run replays off the queue (called under the lock)."""
-        chosen, self._next_implicit = self._next_implicit, None
-        if chosen is not None and chosen in self._queue:  # the implicit run being opened: the run chosen for it
-            self._queue.remove(chosen)
-            return chosen
-        return take_run(self._queue, agent_name, input_hash)
-
-    def _recorded_runs(self) -> tuple[Run, ...]:
-        return select_runs(self.tape, self.options) if self.tape is not None else ()
+        return self._runs.begin_run(agent_name, run_id, input_hash, self.tape_path)
 
     def end_run(self, output: object, span: Span) -> None:
         """Learn a run's output (``view()`` shows the last one); then ``on_run_end``, if set."""
@@ -246,67 +202,9 @@ class ReplaySession:
         if self.on_run_end is not None:
             self.on_run_end(span, output)
 
-    def _index(self, run: Run) -> RunIndex:
-        return RunIndex(run, include_models=self.options.model_policy == ModelPolicy.TAPE)
-
-    def _binding(self) -> tuple[ReplayRun, RunState]:
-        state = current_run.get() or active_run()
-        if state is not None and isinstance(state.replay, ReplayRun):
-            bound = state.replay
-            if not bound.limits_applied:
-                bound.limits_applied = True
-                state.capture = self._capture_for(bound.index.run if bound.index else None, state.capture)
-            return bound, state
-        with self._lock:
-            implicit = self._implicit
-        if implicit is None:
-            implicit = self._open_implicit()
-        if not implicit.limits_applied and implicit.state is not None:
-            implicit.limits_applied = True
-            recorded = implicit.index.run if implicit.index else None
-            implicit.state.capture = self._capture_for(recorded, implicit.state.capture)
-        assert implicit.state is not None
-        return implicit, implicit.state
-
-    def _open_implicit(self) -> ReplayRun:
-        """The replay's implicit run (calls outside every live ``agent_run``), bound to the tape's implicit
-        run (else its next run) and opened as a run of that agent, so its spans are a run like any other."""
-        with self._implicit_lock:
-            with self._lock:
-                if self._implicit is not None:
-                    return self._implicit
-                recorded = peek_implicit(self._queue)
-                self._next_implicit = recorded
-            if recorded is None:  # nothing left to replay: every call of this run misses
-                live = RunState("", "", INVALID_SPAN, self.capture, None)
-                implicit = ReplayRun(None, live)
-                with self._lock:
-                    self._bound.append(implicit)
-            else:
-                state = implicit_replay_run(self, recorded.agent_name or None)
-                assert isinstance(state.replay, ReplayRun)
-                implicit = state.replay
-                implicit.state = state
-            with self._lock:
-                self._implicit = implicit
-            return implicit
-
     def end_implicit(self, error: BaseException | None = None) -> None:
         """End the replay's implicit run, if it opened one (as the replay block ends)."""
         end_implicit_run(self, error)
-
-    @staticmethod
-    def _capture_for(recorded: Run | None, capture: Capture) -> Capture:
-        """``capture`` with the size caps the run was recorded with (stored on its run span), so a live
-        argument is shortened as the recorded one was and its call key matches."""
-        attrs = recorded.attributes if recorded is not None else {}
-        max_string, max_result = attrs.get(A.MAX_STRING), attrs.get(A.MAX_RESULT_BYTES)
-        if not isinstance(max_string, int) or not isinstance(max_result, int):
-            return capture
-        limits = Limits(max_string=max_string, max_result_bytes=max_result)
-        if limits == capture.limits:
-            return capture
-        return dataclasses.replace(capture, limits=limits)
 
     # --- calls -----------------------------------------------------------------------
 
@@ -426,7 +324,7 @@ class ReplaySession:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         if self.closed:
             raise ReplayError(f"this replay of {self.tape_path} has ended; call doubles inside its block")
-        bound, state = self._binding()
+        bound, state = self._runs.binding()
         prep = prepare(spec, state, args, kwargs)
         keys = self.capture.keys
         patterns = keys.for_tool(spec.name, spec.key_ignore) if spec.key_ignore or keys else ()
@@ -488,9 +386,7 @@ class ReplaySession:
         if self.recording:
             return
         unused: list[tuple[str, Step]] = []
-        with self._lock:
-            leftover = list(self._queue)
-            bound = list(self._bound)
+        bound, leftover = self._runs.leftovers()
         for replay_run in bound:
             if replay_run.index is not None:
                 unused.extend((replay_run.recorded_id, s) for s in replay_run.index.unused())
@@ -503,7 +399,7 @@ class ReplaySession:
                 None,
                 f"recorded run {run.run_id} ({run.agent_name}) was never replayed: the agent started fewer runs",
             )
-            index = self._index(run)
+            index = self._runs.index(run)
             unused.extend((run.run_id, s) for s in index.steps)
         for run_id, step in unused:
             message = f"{step.tool} (seq {step.seq}) was never called"

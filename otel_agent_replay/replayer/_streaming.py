@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import orjson
 
@@ -15,14 +15,11 @@ from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import Chunks, ToolSpec, due_in, record_stream, record_stream_async
 
 from ._index import rebuild_exception, recorded_result
-from ._serving import Decision, Recorded
-
-if TYPE_CHECKING:
-    from ._session import ReplaySession
+from ._serving import Decision, Recorded, ServingSession
 
 
 def serve_stream(
-    session: ReplaySession, spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    session: ServingSession, spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Iterator[Any]:
     """Serve one call of a generator function: the recorded chunks in order (paced on request),
     the recorded mid-stream error after them; a consumer that stops early ends the step there."""
@@ -86,7 +83,7 @@ def serve_stream(
 
 
 async def serve_stream_async(
-    session: ReplaySession, spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    session: ServingSession, spec: ToolSpec, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> AsyncIterator[Any]:
     """``stream`` for async-generator functions."""
     serving = session._begin_serving(spec, args, kwargs)
@@ -149,7 +146,7 @@ async def serve_stream_async(
 
 
 def stream_from_tape(
-    session: ReplaySession, decision: Decision, spec: ToolSpec
+    session: ServingSession, decision: Decision, spec: ToolSpec
 ) -> tuple[list[Any], list[int], BaseException | None]:
     """A recorded stream: its chunks rebuilt, their offsets, and the error it ended with."""
     if decision.has_override:

@@ -13,7 +13,6 @@ import enum
 import logging
 import random
 import re
-import timeit
 from pathlib import Path
 
 import orjson
@@ -505,13 +504,10 @@ def clean_text(size: int = 4096) -> str:
     return "".join(parts)[:size]
 
 
-def test_scanning_clean_text_is_cheap() -> None:
-    """A clean 4 KB string costs a few µs; running every pattern at every position costs ~40x more."""
+def test_clean_text_comes_back_as_the_same_object() -> None:
+    """Clean text is not rebuilt (its cost is in bench/bench_redaction.py, not a timed test)."""
     text = clean_text()
     assert DEFAULT_REDACTOR.redact_text(text) is text
-    runs = 200
-    best = min(timeit.repeat(lambda: DEFAULT_REDACTOR.redact_text(text), number=runs, repeat=5)) / runs
-    assert best < 100e-6, f"{best * 1e6:.1f} µs per 4 KB"
 
 
 def test_a_secret_inside_long_text_is_found() -> None:

@@ -25,7 +25,8 @@ from typing import Any, NamedTuple
 from otel_agent_replay.instrumentation import due_in
 
 from .. import _activation
-from .._exchange import Exchange, Request, Stream, intercept, response_result
+from .._exchange import Exchange, Stream, intercept, response_result
+from .._request import Request
 from .._wire import check_result, chunks, is_stream, offsets_ns, result_headers
 
 _log = logging.getLogger(__name__)

@@ -15,7 +15,8 @@ from typing import Any
 
 from otel_agent_replay.instrumentation import due_in
 
-from .._exchange import Request, Stream
+from .._exchange import Stream
+from .._request import Request
 from .._wire import chunks, is_stream, offsets_ns, result_headers
 
 DROPPED = frozenset({"content-encoding", "content-length", "transfer-encoding", "connection", "keep-alive"})

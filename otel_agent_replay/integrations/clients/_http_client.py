@@ -39,7 +39,8 @@ from typing import Any
 
 from .. import _activation
 from .._context import replaying, suppressed
-from .._exchange import Exchange, Request, intercept, response_result
+from .._exchange import Exchange, intercept, response_result
+from .._request import Request
 from .._wire import check_result
 from . import _http11 as http11
 from ._http11 import DROPPED, TapeSocket, Tee, decoded, head, response_bytes
