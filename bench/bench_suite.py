@@ -361,7 +361,7 @@ def summary(report: dict[str, Any]) -> None:
         for key, what in (
             ("ours_paired", "the plugin's fixed cost (installed − -p no:otel_agent_replay)"),
             ("ours_paired_alone", "the same, pytest-recording off"),
-            ("recording_paired", "pytest-recording's, for scale"),
+            ("recording_paired", "pytest-recording's own, for scale"),
         ):
             pair = report["fixed"][key]
             low, high = pair["diff_range_ms"]
