@@ -14,6 +14,10 @@ otlpfile_venv="${AGENT_REPLAY_OTLPFILE_VENV:-$venv-otlpfile}"
 # it lives in its own venv too, and the tests start its `phoenix serve` on loopback ports.
 phoenix_venv="${AGENT_REPLAY_PHOENIX_VENV:-$venv-phoenix}"
 phoenix_spec="arize-phoenix==20.26.1"
+# MCP 1.x beside the 2.x of the project's venv (one environment holds one mcp): the SDK installed from
+# this checkout with mcp 1.x, for tests/integrations/test_mcp1.py.
+mcp1_venv="${AGENT_REPLAY_MCP1_VENV:-$venv-mcp1}"
+mcp1_spec="mcp>=1.20,<2"
 python="${PYTHON:-python3}"
 
 ensure_venv() {
@@ -43,6 +47,14 @@ ensure_test_tools() {
         echo "$phoenix_spec" > "$phoenix_venv/.installed"
     fi
     export AGENT_REPLAY_PHOENIX="$phoenix_venv/bin/phoenix"
+    if [ ! -x "$mcp1_venv/bin/python" ] || [ "$(cat "$mcp1_venv/.installed" 2>/dev/null)" != "$mcp1_spec" ] \
+        || [ pyproject.toml -nt "$mcp1_venv/.installed" ]; then
+        "$python" -m venv "$mcp1_venv"
+        "$mcp1_venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+            -e exporters/opentelemetry-exporter-agent-replay-tape -e . "$mcp1_spec"
+        echo "$mcp1_spec" > "$mcp1_venv/.installed"
+    fi
+    export AGENT_REPLAY_MCP1_PYTHON="$mcp1_venv/bin/python"
     # Jaeger v2 and the Collector, built from their Go modules once per machine (cached outside the clone).
     bash "$root/scripts/servers.sh" build
     AGENT_REPLAY_JAEGER="$(bash "$root/scripts/servers.sh" path jaeger)"

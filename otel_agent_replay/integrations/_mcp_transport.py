@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import sys
+import typing
 from collections.abc import AsyncIterator, Callable
 from contextvars import Token
 from typing import Any
@@ -139,10 +140,10 @@ def _begin(method: str, params: dict[str, Any]) -> StepInFlight | None:
 
 
 @contextlib.asynccontextmanager
-async def _recorded(streams: tuple[Any, Any]) -> AsyncIterator[tuple[Any, Any]]:
+async def _recorded(streams: tuple[Any, ...]) -> AsyncIterator[tuple[Any, ...]]:
     import anyio
 
-    read, write = streams
+    read, write, *rest = streams  # 1.x streamable HTTP gives its get_session_id after the two streams
     pending = _Pending()
     to_client_send, to_client = anyio.create_memory_object_stream[Any](0)
     from_client, from_client_receive = anyio.create_memory_object_stream[Any](0)
@@ -174,7 +175,7 @@ async def _recorded(streams: tuple[Any, Any]) -> AsyncIterator[tuple[Any, Any]]:
         group.start_soon(outgoing)
         group.start_soon(incoming)
         try:
-            yield to_client, from_client
+            yield (to_client, from_client, *rest)
         finally:
             group.cancel_scope.cancel()
 
@@ -183,7 +184,7 @@ async def _recorded(streams: tuple[Any, Any]) -> AsyncIterator[tuple[Any, Any]]:
 
 
 @contextlib.asynccontextmanager
-async def _from_tape(session: Any) -> AsyncIterator[tuple[Any, Any]]:
+async def _from_tape(session: Any, extras: tuple[Any, ...] = ()) -> AsyncIterator[tuple[Any, ...]]:
     import anyio
 
     to_client_send, to_client = anyio.create_memory_object_stream[Any](16)
@@ -209,7 +210,7 @@ async def _from_tape(session: Any) -> AsyncIterator[tuple[Any, Any]]:
     async with anyio.create_task_group() as group:
         group.start_soon(serve)
         try:
-            yield to_client, from_client
+            yield (to_client, from_client, *extras)
         finally:
             group.cancel_scope.cancel()
 
@@ -225,11 +226,12 @@ def _transport(original: Callable[..., Any]) -> Callable[..., Any]:
     """The generator function put in place of a transport's: the tape in a strict replay, the real
     transport relayed while recording, the real one alone otherwise."""
     real = contextlib.asynccontextmanager(original)
+    extras = _extras(original)
 
     async def transport(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         session = _strict_replay()
         if session is not None:
-            async with _from_tape(session) as streams:
+            async with _from_tape(session, extras) as streams:
                 yield streams
             return
         if step_run() is None:
@@ -241,13 +243,33 @@ def _transport(original: Callable[..., Any]) -> Callable[..., Any]:
         try:
             async with real(*args, **kwargs) as streams:
                 otel_context.detach(tokens.pop())
-                async with _recorded(streams) as relayed:
-                    yield relayed
+                try:
+                    async with _recorded(streams) as relayed:
+                        yield relayed
+                finally:  # its closing traffic is MCP's too (1.x ends its HTTP session with a DELETE)
+                    tokens.append(otel_context.attach(otel_context.set_value(SUPPRESS_HTTP_KEY, True)))
         finally:
             if tokens:
                 otel_context.detach(tokens.pop())
 
     return transport
+
+
+def _no_session_id() -> str | None:
+    return None  # the tape is the server: no MCP session id was given
+
+
+def _extras(original: Callable[..., Any]) -> tuple[Any, ...]:
+    """What a transport yields after its two streams, for the tape to yield too: 1.x's streamable HTTP
+    (``AsyncGenerator[tuple[read, write, GetSessionIdCallback], None]``) gives ``get_session_id``."""
+    try:
+        hint = inspect.signature(original).return_annotation
+    except (TypeError, ValueError):
+        return ()
+    if isinstance(hint, str):  # postponed annotations: the alias's name is in the text
+        return (_no_session_id,) if "GetSessionIdCallback" in hint else ()
+    yielded = typing.get_args(typing.get_args(hint)[0]) if typing.get_args(hint) else ()
+    return (_no_session_id,) if len(yielded) == 3 else ()
 
 
 def patch_transports() -> list[Callable[[], None]]:
