@@ -15,24 +15,18 @@ from pathlib import Path
 
 import pytest
 from helpers.child_tools import append_note
+from helpers.pinged import ping, ping_tape
 
-from otel_agent_replay import agent_run, record, replay, tool
+from otel_agent_replay import agent_run, record, replay
 from otel_agent_replay.instrumentation import agent_commit
 from otel_agent_replay.replayer import _audit
 
 TESTS = Path(__file__).resolve().parent.parent
 
 
-@tool(side_effect="read_only")
-def ping() -> str:
-    return "pong"
-
-
 @pytest.fixture
 def recorded(tape: Path) -> Path:
-    with record(tape), agent_run("a"):
-        ping()
-    return tape
+    return ping_tape(tape)
 
 
 @pytest.fixture

@@ -12,24 +12,18 @@ import pytest
 import requests
 from helpers.keepalive_server import keepalive_server
 from helpers.otlp_receiver import http_receiver
+from helpers.pinged import ping, ping_tape
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from otel_agent_replay import agent_run, model_call, record, replay, tool
+from otel_agent_replay import agent_run, model_call, record, replay
 from otel_agent_replay.core import ReplayWarning
-
-
-@tool(side_effect="read_only")
-def ping() -> str:
-    return "pong"
 
 
 @pytest.fixture
 def recorded(tape: Path) -> Path:
-    with record(tape), agent_run("a"):
-        ping()
-    return tape
+    return ping_tape(tape)
 
 
 def _raw_http_get(port: int) -> bytes:

@@ -23,6 +23,7 @@ import pytest
 import requests
 from helpers.counting_server import Counted, counting_server
 from helpers.otlp_receiver import http_receiver
+from helpers.pinged import ping, ping_tape
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -33,24 +34,15 @@ from otel_agent_replay import (
     NetworkBlocked,
     ReplayDivergence,
     agent_run,
-    record,
     replay,
-    tool,
 )
 from otel_agent_replay.core import ReplayWarning
 from otel_agent_replay.replayer import _audit
 
 
-@tool(side_effect="read_only")
-def ping() -> str:
-    return "pong"
-
-
 @pytest.fixture
 def recorded(tape: Path) -> Path:
-    with record(tape), agent_run("a"):
-        ping()
-    return tape
+    return ping_tape(tape)
 
 
 def _clients(port: int) -> dict[str, Callable[[], Any]]:

@@ -27,20 +27,14 @@ import requests
 import trustme
 import urllib3
 from helpers.keepalive_server import KeepAlive, keepalive_server
+from helpers.pinged import ping, ping_tape
 
-from otel_agent_replay import NetworkBlocked, agent_run, record, replay, tool
-
-
-@tool(side_effect="read_only")
-def ping() -> str:
-    return "pong"
+from otel_agent_replay import NetworkBlocked, agent_run, replay
 
 
 @pytest.fixture
 def recorded(tape: Path) -> Path:
-    with record(tape), agent_run("a"):
-        ping()
-    return tape
+    return ping_tape(tape)
 
 
 @contextlib.contextmanager

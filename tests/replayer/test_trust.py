@@ -17,23 +17,17 @@ import httpx
 import pytest
 import trustme
 from helpers.keepalive_server import KeepAlive, keepalive_server
+from helpers.pinged import ping, ping_tape
 
-from otel_agent_replay import agent_run, record, replay, tool
+from otel_agent_replay import agent_run, record, replay
 from otel_agent_replay.replayer._trust import DeferredTrustContext
 
 _C_CONTEXT: Any = ssl.SSLContext.__mro__[1]  # the C class: its methods read the store as it is
 
 
-@tool(side_effect="read_only")
-def ping() -> str:
-    return "pong"
-
-
 @pytest.fixture
 def recorded(tape: Path) -> Path:
-    with record(tape), agent_run("a"):
-        ping()
-    return tape
+    return ping_tape(tape)
 
 
 @pytest.fixture(scope="module")
