@@ -73,19 +73,20 @@ def classic_messages(got: Response) -> Iterator[TracesData]:
                 raise EndpointError(f"pull: {got.url}: {problem}") from None
 
 
-def redact_string(text: str, redactor: Redactor) -> str:
-    """A string attribute value, redacted: JSON data as data, other text by the value patterns."""
+def redact_string(text: str, redactor: Redactor, key: str = "") -> str:
+    """A string attribute value (under ``key``), redacted: JSON data as data, other text by the value
+    patterns (an identifier's key keeps it from the high-entropy layer: ``Redactor.redact_text``)."""
     head = text.lstrip()[:1]
     if head in ("{", "["):
         try:
             data = orjson.loads(text)
         except orjson.JSONDecodeError:
-            return redactor.redact_text(text)
+            return redactor.redact_text(text, key)
         if not redactor.may_redact(text):
             return text
         cleaned = redactor(data)
         return text if cleaned == data else orjson.dumps(cleaned).decode("utf-8")
-    return redactor.redact_text(text)
+    return redactor.redact_text(text, key)
 
 
 def _text(text: str, redactor: Redactor) -> str:
@@ -136,7 +137,7 @@ def _attributes(items: Iterable[KeyValue], redactor: Redactor) -> int:
                 kv.value.string_value = KEY_PLACEHOLDER
                 changed += 1
         else:
-            changed += _value(kv.value, redactor)
+            changed += _value(kv.value, redactor, key)
         cleaned = _text(key, redactor)
         if cleaned != key:
             kv.key = cleaned
@@ -144,10 +145,10 @@ def _attributes(items: Iterable[KeyValue], redactor: Redactor) -> int:
     return changed
 
 
-def _value(value: AnyValue, redactor: Redactor) -> int:
+def _value(value: AnyValue, redactor: Redactor, key: str = "") -> int:
     kind = value.WhichOneof("value")
     if kind == "string_value":
-        cleaned = redact_string(value.string_value, redactor)
+        cleaned = redact_string(value.string_value, redactor, key)
         if cleaned != value.string_value:
             value.string_value = cleaned
             return 1
@@ -157,7 +158,7 @@ def _value(value: AnyValue, redactor: Redactor) -> int:
             text = value.bytes_value.decode("utf-8")
         except UnicodeDecodeError:
             return 0  # binary data: no text to redact
-        cleaned = redact_string(text, redactor)
+        cleaned = redact_string(text, redactor, key)
         if cleaned != text:
             value.bytes_value = cleaned.encode("utf-8")
             return 1

@@ -17,6 +17,9 @@ and it is not one of the identifiers an agent needs back, which are kept:
 - runs of digits and dots (numbers, versions, snowflake ids), and ULIDs (26 Crockford base32 characters);
 - identifiers with a short body: a word prefix then fewer than 20 characters (``cus_NffrFeUfNV2Hib``,
   ``ord_10000``);
+- names with a random suffix: lower-case words joined by ``-``, ``_`` or ``.``, then at most two segments
+  of fewer than 16 characters (``agent-window-0a70e798``, a Kubernetes pod ``checkout-7d9f8c6b5-x2x9q``,
+  a deployment's ``api.v2-canary-3f9c1``);
 - the ids model APIs mint and agents echo back (tool calls, messages, responses, requests: ``toolu_…``,
   ``call_…``, ``msg_…``, ``chatcmpl-…``, ``resp_…``, ``fc_…``, ``req_…``), which a replay's
   conversation and ``show`` need to pair a tool call with its result;
@@ -25,8 +28,10 @@ and it is not one of the identifiers an agent needs back, which are kept:
 - runs longer than 512 characters (data, not a key; a long secret is found by its format or its name).
 
 Values under a key that names an identifier or encoded data (``id``, ``order_id``, ``uuid``,
-``sha256``, ``etag``, ``thumbnail``, ``embedding``, ``b64_json`` ...) are kept by the walk
-(``_redact``) before they reach these rules.
+``sha256``, ``etag``, ``thumbnail``, ``embedding``, ``b64_json`` ...), or an OpenTelemetry resource's
+identity (``service.name``, ``service.version``, ``host.name``, ``k8s.pod.name``, ``container.id`` ...),
+are kept by the walk (``_redact``) and by span and resource attributes (``Redactor.redact_attribute``)
+before they reach these rules.
 """
 
 from __future__ import annotations
@@ -57,6 +62,13 @@ _MIN_SEGMENT: Final = 16
 _NUMBERISH = re.compile(r"[0-9.]+")
 _ULID = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
 _SHORT_BODY = re.compile(r"[a-z]{2,12}[_-][A-Za-z0-9]{1,19}")
+_SLUG = re.compile(r"(?:[a-z]{2,}[-_.])+[A-Za-z0-9]{1,15}(?:[-_.][A-Za-z0-9]{1,15})?")
+_RESOURCE_IDENTITY = re.compile(
+    r"(?:service|host|k8s|container|deployment|cloud|faas|os|telemetry|webengine)\.(?:[a-z_]+\.)*"
+    r"(?:name|id|uid|version|namespace|instance|environment|region|availability_zone)"
+)
+"""OpenTelemetry resource attributes that identify the service and where it runs (semantic conventions):
+names and ids, never credentials (``process.command_args`` and the like are not among them)."""
 _MODEL_IDS = re.compile(
     r"(?:toolu|srvtoolu|tooluse|call|msg|chatcmpl|resp|fc|rs|req|run|asst|thread|file|batch|ws)[_-][A-Za-z0-9_-]{6,64}"
 )
@@ -87,6 +99,8 @@ def is_identifier_key(key: str) -> bool:
 
 
 def _decide_identifier_key(key: str) -> bool:
+    if _RESOURCE_IDENTITY.fullmatch(key):
+        return True
     words = [w.lower() for w in _KEY_SEGMENT.findall(key)]
     if not words:
         return False
@@ -164,7 +178,9 @@ def is_key_like(token: str) -> bool:
         return False
     if _DIGEST.fullmatch(token) or _NUMBERISH.fullmatch(token) or _ULID.fullmatch(token):
         return False
-    if _SHORT_BODY.fullmatch(token) or _MODEL_IDS.fullmatch(token) or _media(token) or _printable_base64(token):
+    if _SHORT_BODY.fullmatch(token) or _SLUG.fullmatch(token) or _MODEL_IDS.fullmatch(token):
+        return False
+    if _media(token) or _printable_base64(token):
         return False
     if _BASE64_BODY.fullmatch(token):  # base64 (with + or /): one piece, however its slashes fall
         return _segment_key_like(token.rstrip("="))

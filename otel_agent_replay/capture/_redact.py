@@ -197,6 +197,24 @@ class Redactor:
         except Exception as exc:  # fail closed: a redaction bug must neither leak nor raise
             _log.warning("redaction failed (%s); the value was replaced", type(exc).__name__)
             return pattern_placeholder("redaction_error")
+        return self._processed(data)
+
+    def redact_attribute(self, key: str, text: str) -> JSONValue:
+        """A string attribute value (a span's or a resource's) under its key: as ``self(text)``, except
+        that a key naming an identifier (``order_id``, ``service.instance.id``) or a resource's identity
+        (``service.name``, ``host.name``, ``k8s.pod.name`` …) keeps the value from the high-entropy layer,
+        as the walk does for a value under an id key. (A secret key is the caller's to decide first.)"""
+        if not is_identifier_key(key):
+            return self(text)
+        try:
+            data: JSONValue = scan_text(self._compiled, text, self.pii, entropy=False)
+        except Exception as exc:  # fail closed, as __call__
+            _log.warning("redaction failed (%s); the value was replaced", type(exc).__name__)
+            return pattern_placeholder("redaction_error")
+        return self._processed(data)
+
+    def _processed(self, data: JSONValue) -> JSONValue:
+        """``data`` through the user's processors (each must give back JSON data)."""
         for processor in self.processors:
             try:
                 data = processor(data)
@@ -231,9 +249,11 @@ class Redactor:
             return KEY_PLACEHOLDER
         return self.redact_text(value)
 
-    def redact_text(self, text: str) -> str:
-        """Apply the value patterns (only) to one string; returns ``text`` itself if clean."""
-        return scan_text(self._compiled, text, self.pii)
+    def redact_text(self, text: str, key: str = "") -> str:
+        """Apply the value patterns (only) to one string; returns ``text`` itself if clean. ``key``: the
+        name the string is under, if any; one naming an identifier or a resource's identity
+        (``is_identifier_key``) keeps the string from the high-entropy layer."""
+        return scan_text(self._compiled, text, self.pii, entropy=not (key and is_identifier_key(key)))
 
     def may_redact(self, json_text: str, names: Collection[str] | None = None) -> bool:
         """Cheap check on the compact JSON text of some data: False only if redacting it would change nothing.

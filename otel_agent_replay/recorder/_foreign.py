@@ -39,7 +39,7 @@ def _value(redactor: Redactor, key: str, value: Any) -> Any:
     if redactor.is_secret_key(key):
         return KEY_PLACEHOLDER
     if isinstance(value, str):
-        return redactor(value)
+        return redactor.redact_attribute(key, value) if key else redactor(value)
     if isinstance(value, bytes):
         text = value.decode("utf-8", "replace")
         redacted = redactor(text)

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import random
 import re
 import uuid
 
 import orjson
 import pytest
 from helpers.secret_corpus import CORPUS, IDENTIFIERS
+from helpers.secrets import GITHUB_CLASSIC as GITHUB
 
 from otel_agent_replay import Redactor
 from otel_agent_replay.capture import DEFAULT_REDACTOR, KEY_PLACEHOLDER
@@ -72,6 +74,32 @@ def test_high_entropy_tokens_go_and_the_identifier_rules_keep_ids() -> None:
         "get_customer_orders_by_id_v2",
     ):
         assert high_entropy_spans(benign) == [], benign
+
+
+@pytest.mark.parametrize(
+    "name", ["agent-window-0a70e798", "checkout-7d9f8c6b5-x2x9q", "orders_api.canary-3f9c1e", "web-7f9c2d1a4b-q8x7z"]
+)
+def test_names_with_a_random_suffix_are_kept(name: str) -> None:
+    assert high_entropy_spans(name) == [] and redact(f"deployed {name} today") == f"deployed {name} today"
+
+
+def test_a_word_name_with_any_hex_suffix_is_kept() -> None:
+    """What made a Jaeger search by service flaky: some of ``agent-window-{8 hex}`` looked like keys."""
+    rng = random.Random(20)
+    for _ in range(3000):
+        name = f"agent-window-{rng.getrandbits(32):08x}"
+        assert high_entropy_spans(name) == [], name
+
+
+def test_resource_identities_are_identifier_keys_and_credentials_are_not() -> None:
+    for key in ("service.name", "service.instance.id", "host.name", "k8s.pod.name", "container.id", "cloud.region"):
+        assert is_identifier_key(key), key
+    for key in ("process.command_args", "deploy.api_key", "vcs.token", "note"):
+        assert not is_identifier_key(key), key
+    uid = "Qm9Xc2Lp7Rt4Vb8Nk3Fj6Hd1Gs5Wa0Ey"
+    assert DEFAULT_REDACTOR.redact_text(uid, "k8s.pod.uid") == uid
+    assert DEFAULT_REDACTOR.redact_text(uid, "app.note") == "[REDACTED:high_entropy]"
+    assert DEFAULT_REDACTOR.redact_attribute("service.name", f"svc {GITHUB}") == "svc [REDACTED:github_token]"
 
 
 def test_a_value_under_an_identifier_key_keeps_its_high_entropy_shape() -> None:

@@ -141,6 +141,14 @@ def test_check_flags_what_a_recording_without_redaction_left(tmp_path: Path) -> 
     assert main(["check", str(tape)]) == CHECK_SECRET
 
 
+_IDENTITIES = {
+    "service.namespace": "agent-window-0a70e798",
+    "k8s.pod.name": "checkout-7d9f8c6b5-x2x9q",
+    "host.name": "ip-10-0-17-203.eu-west-1.compute.internal",
+    "k8s.pod.uid": "Qm9Xc2Lp7Rt4Vb8Nk3Fj6Hd1Gs5Wa0Ey",  # an opaque uid, high-entropy as it is: kept by its name
+}
+
+
 def test_no_secret_in_the_resource_reaches_the_tape_or_otlp(tmp_path: Path) -> None:
     tape = tmp_path / "resource.jsonl"
     script = f"""
@@ -156,7 +164,8 @@ with record({str(tape)!r}, otlp={{endpoint!r}}):
 """
     env = {
         **os.environ,
-        "OTEL_RESOURCE_ATTRIBUTES": f"deployment.environment=prod,deploy.api_key=k-1,vcs.token={GITHUB_CLASSIC}",
+        "OTEL_RESOURCE_ATTRIBUTES": f"deployment.environment=prod,deploy.api_key=k-1,vcs.token={GITHUB_CLASSIC},"
+        + ",".join(f"{k}={v}" for k, v in _IDENTITIES.items()),
         "OTEL_SERVICE_NAME": f"orders-{STRIPE_LIVE}",
     }
     with http_receiver() as (endpoint, got):
@@ -168,6 +177,8 @@ with record({str(tape)!r}, otlp={{endpoint!r}}):
     for where in (data, sent):
         assert GITHUB_CLASSIC.encode() not in where and STRIPE_LIVE.encode() not in where and b"k-1" not in where
         assert b"deployment.environment" in where and b"prod" in where  # the rest of the resource is kept
+        for value in _IDENTITIES.values():  # names with random parts: identities, not keys
+            assert value.encode() in where, value
     assert len(got.spans()) == 2
     assert load_tape(tape).runs[0].agent_name == "a"
 
