@@ -53,7 +53,7 @@ with ``pii=True``. Under a secret key or header name every value is redacted.
 
 The rules themselves (secret key names, value patterns and their compilation) are in
 ``_redact_rules``, the scanning of one string in ``_scan``; this module walks JSON data, decides
-keys, and holds the cheap pre-check (``may_redact``).
+keys; the cheap pre-check (``may_redact``) is ``_precheck``'s.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ from otel_agent_replay.core import ConfigurationError, RecordingWarning
 from ._canonical import JSONValue, to_jsonable
 from ._context import is_credential_name
 from ._entropy import is_identifier_key
-from ._layers import may_hold_json
+from ._precheck import may_redact, secret_key
 from ._redact_rules import (
     PATTERN_NAMES,
     PII_NAMES,
@@ -83,7 +83,7 @@ from ._redact_rules import (
     compile_rules,
     pattern_placeholder,
 )
-from ._scan import fields_hit, scan_text
+from ._scan import scan_text
 from ._stream import assemble, is_stream, sse_data, sse_text
 
 __all__ = [
@@ -106,7 +106,6 @@ KEY_PLACEHOLDER: Final = "[REDACTED]"
 
 _MAX_DEPTH: Final = 100
 _PLACEHOLDERS: Final = re.compile(r"\[REDACTED(?::([A-Za-z0-9_]+))?\]")
-_KEY_CACHE_SIZE: Final = 8192
 
 
 def _processor_failed(processor: RedactionProcessor, exc: Exception) -> None:
@@ -129,18 +128,6 @@ def _processor_failed(processor: RedactionProcessor, exc: Exception) -> None:
 
 
 # --- the redactor ---------------------------------------------------------------------
-
-
-# may_redact: up to this length the word scan is cheaper than walking the strings.
-_SHORT_TEXT: Final = 256
-# may_redact: above this many strings the word scan is cheaper than walking them.
-_MANY_STRINGS: Final = 96
-# may_redact with names: above this many, the names are scanned for key words together first.
-_MANY_NAMES: Final = 256
-# A header-pair name longer than this is checked with the word scan instead of as a key.
-_LONG_NAME: Final = 64
-# Objects with these fields may be name/value pairs ({"name": "Authorization", "value": ...}).
-_PAIR_NAME_FIELDS: Final = frozenset({"name", "key", "Name", "Key"})
 
 
 @dataclass(frozen=True)
@@ -258,108 +245,17 @@ class Redactor:
     def may_redact(self, json_text: str, names: Collection[str] | None = None) -> bool:
         """Cheap check on the compact JSON text of some data: False only if redacting it would change nothing.
 
-        Lets capture skip the walk over a large clean value. Conservative: with user
-        patterns or processors (which may do anything) it always says True. ``names``: the
-        names the walk would test as keys (``plain_json_names`` of the same data), when known;
-        they are decided by ``is_secret_key`` as the walk decides them. Without them, keys are
-        found in the text itself (a key is a string followed by ``:``, a header-pair name a
-        string between ``[`` and ``,``); text with escaped quotes (JSON inside strings),
-        name/value pair objects, or many strings falls back to looking for the secret key
-        words anywhere in it.
+        Lets capture skip the walk over a large clean value. Conservative: with user patterns or
+        processors (which may do anything) it always says True. ``names``: the names the walk would
+        test as keys (``plain_json_names`` of the same data), when known. How: ``_precheck``.
         """
         if self.patterns or self.processors or self.pii:
             return True
-        compiled = self._compiled
-        if compiled.defaults and may_hold_json(json_text):  # the three layers' gate (_layers)
-            return True
-        if any(guard in json_text and gate.search(json_text) is not None for guard, gate in compiled.prefilters):
-            return True
-        if ("$" in json_text and '"$bytes"' in json_text) or fields_hit(self._compiled, json_text):
-            return True
-        if not compiled.key_words:
-            return False
-        if names is not None and "\\" not in json_text:  # no escape, so no JSON inside a string (whose keys count too)
-            return self._names_hit(names)
-        if len(json_text) <= _SHORT_TEXT:  # small arguments: the word scan is cheaper than the key walk
-            return self._has_key_word(json_text)
-        found = self._scan_keys(json_text) if json_text.count('"') <= 2 * _MANY_STRINGS else None
-        return self._has_key_word(json_text) if found is None else found
-
-    def _scan_keys(self, text: str) -> bool | None:
-        """Walk the strings of compact JSON text, deciding keys and header-pair names.
-
-        True: one of them is secret; False: none is; None: the text needs the word scan
-        (many strings, escaped quotes — JSON inside a string —, name/value pair objects).
-        """
-        find = text.find
-        cache = self._compiled.key_cache
-        pos = 0
-        for _ in range(_MANY_STRINGS):
-            start = find('"', pos)
-            if start < 0:
-                return False
-            end = find('"', start + 1)
-            if end < 0:
-                return None
-            if text[end - 1] == "\\":
-                return None  # an escaped quote: JSON inside a string, or a quote in a key
-            after = text[end + 1 : end + 2]
-            if after == ":" or (after == "," and text[start - 1 : start] == "["):
-                name = text[start + 1 : end]
-                if after == ":" and name in _PAIR_NAME_FIELDS:
-                    return None
-                if len(name) > _LONG_NAME:
-                    if self._has_key_word(name):
-                        return True
-                else:
-                    secret = cache.get(name)
-                    if secret is None:
-                        secret = self.is_secret_key(name)
-                    if secret:
-                        return True
-            pos = end + 1
-        return None
-
-    def _names_hit(self, names: Collection[str]) -> bool:
-        if len(names) > _MANY_NAMES:
-            # Many distinct names (ids as keys): one scan of them all first; only the names that hold a
-            # key word (a superset of the secret ones) are decided one by one.
-            joined = "\n".join(names)
-            if not self._has_key_word(joined):
-                return False
-            search = self._compiled.key_word_search
-            if search is not None:
-                names = [name for name in names if search.search(name.lower()) is not None]
-        cache = self._compiled.key_cache
-        for name in names:
-            if len(name) > _LONG_NAME:
-                if self._has_key_word(name):
-                    return True
-                continue
-            secret = cache.get(name)
-            if secret is None:
-                secret = self.is_secret_key(name)
-            if secret:
-                return True
-        return False
-
-    def _has_key_word(self, text: str) -> bool:
-        lowered = text.lower()
-        search = self._compiled.key_word_search
-        if search is not None and len(lowered) <= _SHORT_TEXT:
-            return search.search(lowered) is not None
-        return any(word in lowered for word in self._compiled.key_words)
+        return may_redact(self._compiled, json_text, names, self.is_secret_key)
 
     def is_secret_key(self, key: str) -> bool:
         """Whether ``key`` names a secret (used for dict keys and header names)."""
-        cache = self._compiled.key_cache
-        secret = cache.get(key)
-        if secret is None:
-            secret = self._compiled.decide(key)
-            if len(cache) >= _KEY_CACHE_SIZE:
-                cache.clear()  # bounded: keys may be data (ids, URLs)
-            cache[key] = secret
-        return secret
+        return secret_key(self._compiled, key)
 
     # --- walking JSON data -----------------------------------------------------------
 
