@@ -45,12 +45,13 @@ class DeferredTrustContext(ssl.SSLContext):
     _deferred_lock: threading.Lock
 
     def _load_trust(self) -> None:
-        """Do the noted loads now (once; thread-safe)."""
-        if not self._deferred_loads:
+        """Do the noted loads now, in order. Thread-safe: a thread that finds another loading waits for
+        it (the list is emptied under the lock, one load at a time), so no thread connects half-loaded."""
+        if not self._deferred_loads and not self._deferred_lock.locked():
             return
         with self._deferred_lock:
-            loads, self._deferred_loads = self._deferred_loads, []
-            for name, args, kwargs in loads:
+            while self._deferred_loads:
+                name, args, kwargs = self._deferred_loads.pop(0)
                 getattr(_BASE, name)(self, *args, **kwargs)
 
     def _wrap_socket(self, *args: Any, **kwargs: Any) -> Any:

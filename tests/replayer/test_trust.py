@@ -116,3 +116,30 @@ def test_loads_are_eager_outside_a_replay_its_context_and_a_recording(
     with record(tmp_path / "again.jsonl"), agent_run("a"):
         recording = ssl.create_default_context(cafile=ca_file)
     assert type(recording) is ssl.SSLContext and _loaded(recording) == 1
+
+
+def test_threads_that_connect_at_once_all_verify(recorded: Path, ca_file: str, tls_server: KeepAlive) -> None:
+    """The first use loads the store while the others wait for it: none connects with a half-loaded one."""
+    with replay(recorded, http=False), agent_run("a"):
+        ping()
+        shared = ssl.create_default_context(cafile=ca_file)
+        for _ in range(3):
+            shared.load_verify_locations(cafile=ca_file)  # more noted loads: a longer load to race against
+    url = f"https://127.0.0.1:{tls_server.port}/v1/search"
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(6)
+
+    def get() -> None:
+        try:
+            with httpx.Client(verify=shared) as client:
+                barrier.wait(10)
+                client.get(url, timeout=10)
+        except BaseException as exc:  # collected: the assertion below names it
+            errors.append(exc)
+
+    workers = [threading.Thread(target=get) for _ in range(6)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+    assert errors == [] and _loaded(shared) == 1
