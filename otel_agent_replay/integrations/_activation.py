@@ -8,9 +8,12 @@ overlap across threads (reference-counted under a lock); the newest one's settin
 from __future__ import annotations
 
 import fnmatch
+import importlib
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from otel_agent_replay.core import DECLARABLE_SIDE_EFFECTS, ConfigurationError, SideEffect, SideEffectName
@@ -96,6 +99,25 @@ def replace(owner: type, attr: str, make: Callable[[Any], Any]) -> Restore:
         setattr(owner, attr, original)
 
     return restore
+
+
+_missing: set[str] = set()
+
+
+def optional_module(name: str) -> ModuleType | None:
+    """The module ``name`` (imported if need be), or None when it is not installed. A module found
+    missing is not looked for again in this process: every replay activates the capture points, and
+    a failed import searches every path entry each time (an SDK's suite without aiohttp paid that per test)."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    if name in _missing:
+        return None
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        _missing.add(name)
+        return None
 
 
 def register_client(patch: Callable[[], list[Restore]]) -> None:

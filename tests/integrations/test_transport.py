@@ -4,11 +4,14 @@ restored exactly after it, byte-faithful streams, routes (added, turned off), ot
 from __future__ import annotations
 
 import asyncio
+import importlib.abc
+import sys
 import threading
 import time
 import warnings
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import httpx
 import httpx2
@@ -20,7 +23,7 @@ from helpers.rawtape import raw_spans
 from otel_agent_replay import HttpRoute, ReplayOptions, agent_run, record, replay
 from otel_agent_replay.core import ConfigurationError, SideEffectRefused
 from otel_agent_replay.core import attributes as A
-from otel_agent_replay.integrations import activate, patched
+from otel_agent_replay.integrations import _activation, activate, patched
 from otel_agent_replay.integrations.clients._httpx import build_response
 
 BODY = {"model": "gpt-test", "messages": [{"role": "user", "content": "count to three"}], "stream": True}
@@ -264,3 +267,23 @@ def test_a_recorded_stream_replays_paced_end_to_end(tape: Path) -> None:
     last = orjson.loads(span.attrs[A.MODEL_RESULT])["events"][-1]["offset"]
     assert last > 0.005 and took >= last  # the provider spaced its first events 2 ms apart
     assert b"".join(replayed) == b"".join(live)
+
+
+def test_a_client_library_that_is_not_installed_is_looked_for_once() -> None:
+    """Every replay activates the capture points: a missing library is not searched for again each time."""
+    searched: list[str] = []
+
+    class Counting(importlib.abc.MetaPathFinder):
+        def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+            searched.append(name)
+            return None
+
+    finder = Counting()
+    sys.meta_path.insert(0, finder)
+    try:
+        assert _activation.optional_module("no_such_client_lib") is None
+        assert _activation.optional_module("no_such_client_lib") is None
+        assert _activation.optional_module("json") is sys.modules["json"]
+    finally:
+        sys.meta_path.remove(finder)
+    assert searched == ["no_such_client_lib"]

@@ -38,9 +38,8 @@ _PHRASES = {status.value: status.phrase for status in http.HTTPStatus}
 
 def patch() -> list[_activation.Restore]:
     """Wrap ``ClientSession._request`` when aiohttp (3.12 or later: client middlewares) is importable."""
-    try:
-        client = importlib.import_module("aiohttp.client")
-    except ImportError:
+    client = _activation.optional_module("aiohttp.client")
+    if client is None:
         return []
     session_cls = client.ClientSession
     if not _accepts(session_cls, "middlewares"):

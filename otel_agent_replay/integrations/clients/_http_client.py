@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextvars
 import http.client
-import importlib
 import io
 from collections.abc import Callable
 from typing import Any
@@ -286,10 +285,9 @@ def patch() -> list[_activation.Restore]:
         _activation.replace(base, "send", _send),
         _activation.replace(base, "getresponse", lambda original: _getresponse(original, send)),
     ]
-    try:
-        connection = importlib.import_module("urllib3.connection")
-        pool = importlib.import_module("urllib3.connectionpool")
-    except ImportError:
+    connection = _activation.optional_module("urllib3.connection")
+    pool = _activation.optional_module("urllib3.connectionpool")
+    if connection is None or pool is None:
         return restores
     for cls in (connection.HTTPConnection, connection.HTTPSConnection):
         if "connect" in cls.__dict__:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import importlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from types import ModuleType
@@ -30,9 +29,8 @@ def patch() -> list[_activation.Restore]:
     """Patch the transports of each package that is importable."""
     restores: list[_activation.Restore] = []
     for name in _MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
+        module = _activation.optional_module(name)
+        if module is None:
             continue
         sync_cls, async_cls = module.HTTPTransport, module.AsyncHTTPTransport
         restores.append(_activation.replace(sync_cls, "handle_request", functools.partial(_sync_wrapper, module)))
