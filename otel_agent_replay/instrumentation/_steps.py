@@ -10,7 +10,7 @@ import contextlib
 import datetime as _dt
 import threading
 import warnings
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,14 +62,24 @@ class StepInFlight:
         if self.spec.is_llm:
             self.run.model_step_done(self.ids.step_id)
 
-    def finish(self, result: object, captured: CapturedResult | None = None) -> None:
-        """End the step with its result; ``captured`` when the result's JSON is already known."""
+    def finish(
+        self, result: object, captured: CapturedResult | None = None, recorded: Mapping[str, Any] | None = None
+    ) -> None:
+        """End the step with its result; ``captured`` when the result's JSON is already known, and
+        ``recorded``: the attributes of the recorded step that ``result`` is, served from the tape as
+        recorded, whose facts about the answer (tokens, model, output messages …) are taken as they are
+        rather than read again from the result (a replayed stream's hundreds of events)."""
         try:
             if captured is None:
                 captured = capture_result(result, self.capture)
             attrs: dict[str, Any] = {}
+            as_recorded = self.spec.is_llm and recorded is not None and A.GEN_AI_OUTPUT_MESSAGES in recorded
             if not self.spec.is_llm:
                 attrs[A.GEN_AI_TOOL_CALL_RESULT] = captured.json
+            elif as_recorded:
+                assert recorded is not None
+                attrs[A.MODEL_RESULT] = captured.json
+                attrs.update({key: recorded[key] for key in ANSWER_FACTS if key in recorded})
             else:
                 attrs[A.MODEL_RESULT] = captured.json
                 inp, out = usage_tokens(result)
@@ -83,7 +93,7 @@ class StepInFlight:
                 response_model = _response_model(result)
                 if response_model is not None:
                     attrs[A.GEN_AI_RESPONSE_MODEL] = response_model
-            if self.spec.result_attributes is not None:
+            if self.spec.result_attributes is not None and not as_recorded:
                 with contextlib.suppress(Exception):  # the result's own facts are extras: never lose the step
                     attrs.update(self.spec.result_attributes(result))
             if captured.type_json is not None:
@@ -107,6 +117,20 @@ class StepInFlight:
             record_error(self.span, exc, self.capture.redactor)
         finally:
             self._close()
+
+
+ANSWER_FACTS: tuple[str, ...] = (
+    A.GEN_AI_OUTPUT_MESSAGES,
+    A.GEN_AI_RESPONSE_MODEL,
+    A.GEN_AI_RESPONSE_ID,
+    A.GEN_AI_RESPONSE_FINISH_REASONS,
+    A.GEN_AI_USAGE_INPUT_TOKENS,
+    A.GEN_AI_USAGE_OUTPUT_TOKENS,
+    A.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
+    A.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS,
+)
+"""What a model step's answer says, as ``finish`` puts it on the step's span (from the result, or from the
+recorded step's attributes when the result is that step's, served as recorded)."""
 
 
 def input_message_attributes(name: str, args: Any) -> dict[str, str]:

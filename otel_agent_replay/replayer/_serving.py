@@ -220,7 +220,9 @@ class Serving:
         if self.pending is not None:
             self.pending.finish(result)
         if self.step is not None:
-            self.step.finish(result, as_recorded(self.decision))
+            captured = as_recorded(self.decision)
+            recorded = self.decision.step.attributes if captured is not None and self.decision.step else None
+            self.step.finish(result, captured, recorded)
         elif self.hit is not None:
             self.hit.finish()
 

@@ -99,6 +99,29 @@ def test_the_replay_span_of_a_model_call_carries_the_response_attributes_as_reco
     assert {k: replayed.attrs.get(k) for k in response_keys} == {k: recorded.attrs[k] for k in response_keys}
 
 
+def test_the_replay_span_of_a_streamed_call_carries_the_recorded_answer(tape: Path) -> None:
+    """The answer's facts and messages on a replayed stream's span are the recorded step's."""
+
+    def ask(url: str) -> str:
+        stream = _client(url).chat.completions.create(model="gpt-test", messages=MESSAGES, stream=True)
+        return "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+
+    with fake_provider() as fp:
+        with record(tape), agent_run("weather"):
+            live = ask(fp.openai_url)
+        replayed_tape = tape.with_name("replayed.jsonl")
+        with record(replayed_tape, http_models=False), replay(tape), agent_run("weather"):
+            again = ask(_stopped_url(fp))
+        assert len(fp.requests) == 1
+    assert again == live and live
+    (recorded,) = _model_spans(tape)
+    (replayed,) = _model_spans(replayed_tape)
+    keys = [A.GEN_AI_OUTPUT_MESSAGES, A.GEN_AI_RESPONSE_MODEL, A.GEN_AI_RESPONSE_ID, A.GEN_AI_RESPONSE_FINISH_REASONS]
+    assert all(key in recorded.attrs for key in keys), sorted(recorded.attrs)
+    assert {k: replayed.attrs.get(k) for k in keys} == {k: recorded.attrs[k] for k in keys}
+    assert live in recorded.attrs[A.GEN_AI_OUTPUT_MESSAGES]
+
+
 def test_async_chat_completion_replays_offline(tape: Path) -> None:
     async def ask(url: str) -> ChatCompletion:
         async with openai.AsyncOpenAI(base_url=url, api_key=API_KEY, max_retries=0) as client:
