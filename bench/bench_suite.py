@@ -5,6 +5,7 @@ Run it as a script, after ``bash bench/suite/setup.sh`` (once)::
     .venv/bin/python bench/bench_suite.py                  # about 10 minutes on 2 cores
     .venv/bin/python bench/bench_suite.py --quick          # fewer repetitions
     .venv/bin/python bench/bench_suite.py --source DIR     # measure another checkout (e.g. main, for "before")
+    .venv/bin/python bench/bench_suite.py --only suite --shared-client   # the agent's client built once
 
 Everything runs in the suite virtual environment
 (``${AGENT_REPLAY_SUITE_VENV:-~/.cache/otel-agent-replay/suite}``: pytest, the openai SDK,
@@ -84,8 +85,9 @@ def order_status(order_id: str) -> dict:
     return {{"order_id": order_id, "status": "shipped", "eta_days": 2}}
 
 
+{client_at_import}
 def run_agent(question: str) -> str:
-    client = openai.OpenAI(base_url=os.environ["BENCH_OPENAI_URL"], api_key="bench-key", max_retries=0)
+    client = {client}
     messages = [{{"role": "user", "content": question}}]
     first = client.chat.completions.create(model="gpt-bench", messages=messages, tools=TOOLS)
     call = first.choices[0].message.tool_calls[0]
@@ -132,17 +134,27 @@ def install(source: Path, work: Path) -> str:
     return ", ".join(Path(b).name for b in built)
 
 
-def make_suite(root: Path, kind: str, tests: int) -> Path:
+_NEW_CLIENT = 'openai.OpenAI(base_url=os.environ["BENCH_OPENAI_URL"], api_key="bench-key", max_retries=0)'
+
+
+def make_suite(root: Path, kind: str, tests: int, shared_client: bool = False) -> Path:
+    """A generated project: ``ours``, ``vcr`` or ``plain``; the agent builds its client per run, or once at
+    import with ``shared_client``."""
+    clients = (
+        {"client_at_import": f"CLIENT = {_NEW_CLIENT}\n\n", "client": "CLIENT"}
+        if shared_client
+        else {"client_at_import": "", "client": _NEW_CLIENT}
+    )
     project = root / kind
     (project / "tests").mkdir(parents=True)
     (project / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
     if kind == "ours":
         agent = AGENT.format(
-            import_tool="\nfrom otel_agent_replay import tool\n", decorator='@tool(side_effect="read_only")'
+            import_tool="\nfrom otel_agent_replay import tool\n", decorator='@tool(side_effect="read_only")', **clients
         )
         head, body = "from agent import run_agent\nfrom otel_agent_replay import agent_run\n", OURS_TEST
     elif kind == "vcr":
-        agent = AGENT.format(import_tool="", decorator="")
+        agent = AGENT.format(import_tool="", decorator="", **clients)
         head, body = "import pytest\nfrom agent import run_agent\n", VCR_TEST
     else:
         agent, head, body = "", "", PLAIN_TEST
@@ -222,8 +234,8 @@ def paired(found: dict[str, Any], mine: str, other: str) -> dict[str, float]:
     }
 
 
-def suite(root: Path, reps: int, tests: int) -> dict[str, Any]:
-    ours, vcr = make_suite(root, "ours", tests), make_suite(root, "vcr", tests)
+def suite(root: Path, reps: int, tests: int, shared_client: bool = False) -> dict[str, Any]:
+    ours, vcr = make_suite(root, "ours", tests, shared_client), make_suite(root, "vcr", tests, shared_client)
     with fake_provider() as provider:
         url = provider.openai_url
         print(f"recording {tests} tapes and {tests} cassettes from {url} …", file=sys.stderr, flush=True)
@@ -298,6 +310,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--source", type=Path, default=REPO, help="the checkout to install (default: this one)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--only", choices=("suite", "fixed", "cli"), action="append", help="run only these parts")
+    parser.add_argument(
+        "--shared-client",
+        action="store_true",
+        help="the suite's agent builds its OpenAI client once, at import (default: once per run, in the test)",
+    )
     args = parser.parse_args(argv)
     if not (VENV / ".installed").exists():
         print(f"no suite venv at {VENV}: run bash bench/suite/setup.sh first", file=sys.stderr)
@@ -316,7 +333,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         tape = ""
         if "suite" in parts:
-            report["suite"] = suite(work, args.rounds or (3 if args.quick else 5), args.tests)
+            report["suite"] = suite(work, args.rounds or (3 if args.quick else 5), args.tests, args.shared_client)
+            report["suite"]["shared_client"] = args.shared_client
             tape = report["suite"]["tape"]
         if "fixed" in parts:
             report["fixed"] = fixed_cost(work, args.rounds or (7 if args.quick else 15))
