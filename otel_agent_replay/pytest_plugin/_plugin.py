@@ -192,12 +192,15 @@ def _repetitions(item: pytest.Item) -> tuple[int, float] | None:
     return (repeat, float(rate)) if repeat > 1 else None
 
 
-def _open(item: pytest.Item, options: dict[str, Any], checks: dict[str, bool], given: str | None) -> TapeState:
-    """Open the test's replay (or recording) with the marker's options; a tape it cannot start raises."""
+def _open(
+    item: pytest.Item, options: dict[str, Any], checks: dict[str, bool], given: str | None, path: Path | None = None
+) -> TapeState:
+    """Open the test's replay (or recording) with the marker's options; a tape it cannot start raises.
+    ``path``: the test's tape path, when the caller has resolved it already."""
     config = item.config
     options = dict(options)
     mode = options.pop("mode", None) or config.getoption("agent_record_mode") or config.getini("agent_record_mode")
-    path = tape_path_for(item, given)
+    path = path or tape_path_for(item, given)
     hints = PytestHints(runnable_id(item))
     context = replay(path, ReplayOptions(hints=hints), mode=mode, **options)
     writes = context.options.records(path.exists()) or context.options.record_mode == RecordMode.NEW_EPISODES
@@ -229,7 +232,7 @@ def tape_fixture(request: pytest.FixtureRequest) -> Iterator[ReplaySession]:
     path = tape_path_for(request.node, given)
     hints = PytestHints(runnable_id(request.node))
     try:
-        state = _open(request.node, options, checks, given)
+        state = _open(request.node, options, checks, given, path)
     except TapeNotFoundError:
         request.node.stash[_NOT_READY] = (
             f"no tape for this test at {path} (mode {mode!r}). Record it once, live: {hints.mode('once')}"
