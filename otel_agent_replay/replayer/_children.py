@@ -34,6 +34,7 @@ from otel_agent_replay.core import ReplayWarning
 from otel_agent_replay.instrumentation import current_replay
 
 from . import _audit
+from ._counted import Counted
 
 
 class ChildWatch:
@@ -112,33 +113,31 @@ def _counting_start(original: Callable[..., Any]) -> Callable[..., Any]:
     return start
 
 
-_lock = threading.Lock()
-_active = 0
 _saved: list[Callable[..., Any]] = []
+
+
+def _put() -> None:
+    platform.uname().processor  # noqa: B018 - ``uname -p`` once per process, cached, before watching
+    process = multiprocessing.process.BaseProcess
+    _saved.append(process.start)
+    process.start = _counting_start(process.start)  # type: ignore[method-assign]
+    _audit.watch(_EVENTS)
+
+
+def _take() -> None:
+    _audit.unwatch(_EVENTS)
+    if _saved:
+        multiprocessing.process.BaseProcess.start = _saved.pop()  # type: ignore[method-assign]
+
+
+_watching = Counted(_put, _take)
 
 
 def install() -> None:
     """Watch process starts (counted: each ``install`` needs one ``uninstall``)."""
-    global _active
-    with _lock:
-        _active += 1
-        if _active > 1:
-            return
-        platform.uname().processor  # noqa: B018 - ``uname -p`` once per process, cached, before watching
-        process = multiprocessing.process.BaseProcess
-        _saved.append(process.start)
-        process.start = _counting_start(process.start)  # type: ignore[method-assign]
-        _audit.watch(_EVENTS)
+    _watching.enter()
 
 
 def uninstall() -> None:
     """Stop watching when the last replay ends."""
-    global _active
-    with _lock:
-        _active -= 1
-        if _active > 0:
-            return
-        _active = 0
-        _audit.unwatch(_EVENTS)
-        if _saved:
-            multiprocessing.process.BaseProcess.start = _saved.pop()  # type: ignore[method-assign]
+    _watching.exit()

@@ -37,13 +37,13 @@ from __future__ import annotations
 import functools
 import socket
 import ssl
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from otel_agent_replay.instrumentation import current_replay
 
 from . import _audit
+from ._counted import Counted
 from ._hosts import NetworkGuard
 
 
@@ -130,48 +130,45 @@ def _learning(original: Callable[..., Any]) -> Callable[..., Any]:
     return getaddrinfo
 
 
-_lock = threading.Lock()
-_active = 0
 _saved: list[tuple[type[Any], str, Any]] = []
 _saved_getaddrinfo: list[Callable[..., Any]] = []
 
 
+def _put() -> None:
+    for cls, names in _SENDING:
+        for name in names:
+            _saved.append((cls, name, cls.__dict__.get(name)))
+            setattr(cls, name, _checked(getattr(cls, name)))
+    _saved_getaddrinfo.append(socket.getaddrinfo)
+    socket.getaddrinfo = _learning(socket.getaddrinfo)
+    _audit.watch(_EVENTS)
+
+
+def _take() -> None:
+    _audit.unwatch(_EVENTS)
+    for cls, name, original in reversed(_saved):
+        if original is None:
+            delattr(cls, name)  # it was inherited (from the C class): inherit it again
+        else:
+            setattr(cls, name, original)
+    _saved.clear()
+    if _saved_getaddrinfo:
+        socket.getaddrinfo = _saved_getaddrinfo.pop()
+
+
+_checks = Counted(_put, _take)
+
+
 def install() -> None:
     """Put the checks in place (counted: each ``install`` needs one ``uninstall``)."""
-    global _active
-    with _lock:
-        _active += 1
-        if _active > 1:
-            return
-        for cls, names in _SENDING:
-            for name in names:
-                _saved.append((cls, name, cls.__dict__.get(name)))
-                setattr(cls, name, _checked(getattr(cls, name)))
-        _saved_getaddrinfo.append(socket.getaddrinfo)
-        socket.getaddrinfo = _learning(socket.getaddrinfo)
-        _audit.watch(_EVENTS)
+    _checks.enter()
 
 
 def uninstall() -> None:
     """Take the checks away when the last guarded replay ends."""
-    global _active
-    with _lock:
-        _active -= 1
-        if _active > 0:
-            return
-        _active = 0
-        _audit.unwatch(_EVENTS)
-        for cls, name, original in reversed(_saved):
-            if original is None:
-                delattr(cls, name)  # it was inherited (from the C class): inherit it again
-            else:
-                setattr(cls, name, original)
-        _saved.clear()
-        if _saved_getaddrinfo:
-            socket.getaddrinfo = _saved_getaddrinfo.pop()
+    _checks.exit()
 
 
 def installed() -> bool:
     """Whether the checks are in place now."""
-    with _lock:
-        return _active > 0
+    return _checks.active()

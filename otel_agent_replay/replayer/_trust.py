@@ -34,6 +34,8 @@ from typing import Any
 
 from otel_agent_replay.instrumentation import current_replay
 
+from ._counted import Counted
+
 _Load = tuple[str, tuple[Any, ...], dict[str, Any]]
 _BASE: Any = ssl.SSLContext.__mro__[1]  # ``_ssl._SSLContext``: the C methods that really load
 
@@ -116,33 +118,32 @@ _PATCHES = {
     "load_verify_locations": _load_verify_locations,
     "set_default_verify_paths": _set_default_verify_paths,
 }
-_lock = threading.Lock()
-_active = 0
+
+
+def _put() -> None:
+    for name, function in _PATCHES.items():
+        setattr(ssl.SSLContext, name, function)
+
+
+def _take() -> None:
+    for name in _PATCHES:
+        if name in ssl.SSLContext.__dict__:
+            delattr(ssl.SSLContext, name)  # inherited from the C class again
+
+
+_deferring = Counted(_put, _take)
 
 
 def install() -> None:
     """Defer trust-store loads made in a replay's context (counted: each ``install`` needs an ``uninstall``)."""
-    global _active
-    with _lock:
-        _active += 1
-        if _active == 1:
-            for name, function in _PATCHES.items():
-                setattr(ssl.SSLContext, name, function)
+    _deferring.enter()
 
 
 def uninstall() -> None:
     """Load as usual again once the last replay ends (contexts already deferred stay so)."""
-    global _active
-    with _lock:
-        _active -= 1
-        if _active <= 0:
-            _active = 0
-            for name in _PATCHES:
-                if name in ssl.SSLContext.__dict__:
-                    delattr(ssl.SSLContext, name)  # inherited from the C class again
+    _deferring.exit()
 
 
 def installed() -> bool:
     """Whether loads are deferred now (some replay is active)."""
-    with _lock:
-        return _active > 0
+    return _deferring.active()
