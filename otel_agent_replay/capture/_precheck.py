@@ -11,7 +11,7 @@ many strings falls back to looking for the secret key words anywhere in it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from typing import Final
 
 from ._layers import may_hold_json
@@ -46,9 +46,7 @@ def secret_key(compiled: CompiledRules, key: str) -> bool:
     return secret
 
 
-def may_redact(
-    compiled: CompiledRules, json_text: str, names: Collection[str] | None, is_secret_key: Callable[[str], bool]
-) -> bool:
+def may_redact(compiled: CompiledRules, json_text: str, names: Collection[str] | None) -> bool:
     """False only if redacting the data of ``json_text`` with these rules would change nothing."""
     if compiled.defaults and may_hold_json(json_text):  # the three layers' gate (_layers)
         return True
@@ -59,21 +57,20 @@ def may_redact(
     if not compiled.key_words:
         return False
     if names is not None and "\\" not in json_text:  # no escape, so no JSON inside a string (whose keys count too)
-        return _names_hit(compiled, names, is_secret_key)
+        return _names_hit(compiled, names)
     if len(json_text) <= _SHORT_TEXT:  # small arguments: the word scan is cheaper than the key walk
         return _has_key_word(compiled, json_text)
-    found = _scan_keys(compiled, json_text, is_secret_key) if json_text.count('"') <= 2 * _MANY_STRINGS else None
+    found = _scan_keys(compiled, json_text) if json_text.count('"') <= 2 * _MANY_STRINGS else None
     return _has_key_word(compiled, json_text) if found is None else found
 
 
-def _scan_keys(compiled: CompiledRules, text: str, is_secret_key: Callable[[str], bool]) -> bool | None:
+def _scan_keys(compiled: CompiledRules, text: str) -> bool | None:
     """Walk the strings of compact JSON text, deciding keys and header-pair names.
 
     True: one of them is secret; False: none is; None: the text needs the word scan
     (many strings, escaped quotes — JSON inside a string —, name/value pair objects).
     """
     find = text.find
-    cache = compiled.key_cache
     pos = 0
     for _ in range(_MANY_STRINGS):
         start = find('"', pos)
@@ -93,16 +90,13 @@ def _scan_keys(compiled: CompiledRules, text: str, is_secret_key: Callable[[str]
                 if _has_key_word(compiled, name):
                     return True
             else:
-                secret = cache.get(name)
-                if secret is None:
-                    secret = is_secret_key(name)
-                if secret:
+                if secret_key(compiled, name):
                     return True
         pos = end + 1
     return None
 
 
-def _names_hit(compiled: CompiledRules, names: Collection[str], is_secret_key: Callable[[str], bool]) -> bool:
+def _names_hit(compiled: CompiledRules, names: Collection[str]) -> bool:
     if len(names) > _MANY_NAMES:
         # Many distinct names (ids as keys): one scan of them all first; only the names that hold a
         # key word (a superset of the secret ones) are decided one by one.
@@ -112,16 +106,12 @@ def _names_hit(compiled: CompiledRules, names: Collection[str], is_secret_key: C
         search = compiled.key_word_search
         if search is not None:
             names = [name for name in names if search.search(name.lower()) is not None]
-    cache = compiled.key_cache
     for name in names:
         if len(name) > _LONG_NAME:
             if _has_key_word(compiled, name):
                 return True
             continue
-        secret = cache.get(name)
-        if secret is None:
-            secret = is_secret_key(name)
-        if secret:
+        if secret_key(compiled, name):
             return True
     return False
 

@@ -251,7 +251,7 @@ class Redactor:
         """
         if self.patterns or self.processors or self.pii:
             return True
-        return may_redact(self._compiled, json_text, names, self.is_secret_key)
+        return may_redact(self._compiled, json_text, names)
 
     def is_secret_key(self, key: str) -> bool:
         """Whether ``key`` names a secret (used for dict keys and header names)."""
