@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-__all__ = ["decoded_spans", "may_be_encoded"]
+__all__ = ["base64_text", "decoded_spans", "may_be_encoded"]
 
 Finder = Callable[[str, int], list[tuple[int, int]]]
 
@@ -94,7 +94,8 @@ def _mapped(spans: list[tuple[int, int]], where: list[int], size: int) -> list[t
     return out
 
 
-def _base64_text(run: str) -> str | None:
+def base64_text(run: str) -> str | None:
+    """The printable text (8 characters or more) that a base64 run (standard or url-safe) encodes, else None."""
     body = run.rstrip("=")
     if len(body) % 4 == 1:
         return None
@@ -123,7 +124,7 @@ def decoded_spans(text: str, find: Finder, depth: int) -> list[tuple[int, int]]:
         if decoded != text:
             spans.extend(_mapped(find(decoded, depth + 1), where, len(text)))
     for match in _BASE64_RUN.finditer(text):
-        decoded_text = _base64_text(match.group())
+        decoded_text = base64_text(match.group())
         if decoded_text is not None and find(decoded_text, depth + 1):
             spans.append(match.span())
     return spans

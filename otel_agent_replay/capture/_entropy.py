@@ -58,6 +58,7 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 _BASE64 = re.compile(r"[A-Za-z0-9+/_\-]+=*")
 _BASE64_BODY = re.compile(r"(?=[^+/]*[+/])[A-Za-z0-9+/]+=*")
 _SEPARATORS = re.compile(r"[/._\-~:+=]")
+_URL_SAFE = re.compile(r"[A-Za-z0-9_\-]+")
 _MIN_SEGMENT: Final = 16
 _NUMBERISH = re.compile(r"[0-9.]+")
 _ULID = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
@@ -189,19 +190,47 @@ def is_key_like(token: str) -> bool:
     segments = _SEPARATORS.split(token)
     if any(len(segment) >= _MIN_SEGMENT and _segment_key_like(segment) for segment in segments):
         return True
-    # a url-safe token whose "-" and "_" fall often enough to cut it short (few separators, unlike a path)
-    return len(segments) - 1 <= n // 7 and _segment_key_like("".join(segments))
+    # a url-safe token whose "-" and "_" fall often enough to cut it short (few separators, unlike a path:
+    # a run with "/", ".", "~", ":" or "=" between its pieces is a path, a host or a name, judged by piece)
+    return (
+        _URL_SAFE.fullmatch(token) is not None and len(segments) - 1 <= n // 7 and _segment_key_like("".join(segments))
+    )
 
 
 def high_entropy_spans(text: str) -> list[tuple[int, int]]:
     """The (start, end) of each high-entropy token in ``text``."""
     spans: list[tuple[int, int]] = []
     for match in RUN.finditer(text):
-        start, end = match.span()
-        while start < end and text[start] in _EDGE:
-            start += 1
-        while end > start and text[end - 1] in _EDGE and not (text[end - 1] == "=" and end - start > 20):
-            end -= 1
-        if is_key_like(text[start:end]) and not _media(match.group()):
-            spans.append((start, end))
+        for start, end in _pieces(text, *match.span()):
+            if end - start >= MIN_RUN:
+                _judge(text, start, end, match.group(), spans)
     return spans
+
+
+def _pieces(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """A run cut at each ``=`` that is not base64 padding: ``request_id=<uuid>`` is a name and its value."""
+    inner = text.find("=", start, end)
+    if inner < 0 or text[inner:end].strip("=") == "":
+        return [(start, end)]
+    out = []
+    while inner >= 0:
+        after = inner
+        while after < end and text[after] == "=":
+            after += 1
+        if after == end:  # padding: it stays with its piece
+            break
+        out.append((start, inner))
+        start = after
+        inner = text.find("=", start, end)
+    out.append((start, end))
+    return out
+
+
+def _judge(text: str, start: int, end: int, whole: str, spans: list[tuple[int, int]]) -> None:
+    """Add ``text[start:end]`` (a piece of the run ``whole``), its edges stripped, to ``spans`` if it is a key."""
+    while start < end and text[start] in _EDGE:
+        start += 1
+    while end > start and text[end - 1] in _EDGE and not (text[end - 1] == "=" and end - start > 20):
+        end -= 1
+    if is_key_like(text[start:end]) and not _media(whole):
+        spans.append((start, end))

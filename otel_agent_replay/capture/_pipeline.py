@@ -74,9 +74,10 @@ def capture_args(
     """Canonical, redacted arguments and their call key (without the paths the key rules leave out)."""
     value = normalize(to_jsonable(bound))
     text = dumps_canonical(value)
-    if capture.redactor.may_redact(text):
-        value = capture.redactor(value)
-        text = dumps_canonical(value)
+    redacted = capture.redactor.redact_json(text, canonical=True)
+    if redacted is not text:
+        text = redacted
+        value = orjson.loads(text)
     if len(text) > capture.limits.max_string:
         value, cut = shorten_strings(value, capture.limits.max_string)
         if cut:
@@ -105,15 +106,13 @@ def redacted_json(
 ) -> str:
     """The redacted JSON text of a value, not normalised (a result is given back as it was).
 
-    The fast path dumps once and checks the text; only text that may hold a secret is
-    parsed and walked by the redactor. ``names``: ``plain_json_names(value)``, and ``text``:
-    ``json_text(value)``, when known.
+    One pass over the dumped text (``Redactor.redact_json``); only the strings that hold a finding
+    are decided and written back, and only data whose structure matters is parsed and walked.
+    ``names``: ``plain_json_names(value)``, and ``text``: ``json_text(value)``, when known.
     """
     if text is None:
         text = json_text(value)
-    if capture.redactor.may_redact(text, names):
-        text = orjson.dumps(capture.redactor(orjson.loads(text))).decode("utf-8")
-    return text
+    return capture.redactor.redact_json(text, names)
 
 
 def capture_result(result: object, capture: Capture) -> CapturedResult:
@@ -129,9 +128,12 @@ def capture_result(result: object, capture: Capture) -> CapturedResult:
     desc, lossy = describe(result) if names is None else (None, [])
     type_json = None if desc is None else orjson.dumps(desc).decode("utf-8")
     limits = capture.limits
-    if len(full) <= limits.max_string:  # no string inside can be longer than the whole text
-        return CapturedResult(full, None, False, type_json, tuple(lossy))
-    short, cut = shorten_strings(orjson.loads(full), limits.max_string)
+    if len(full) <= limits.max_string or _no_long_string(full, limits.max_string):
+        if len(full) <= limits.max_result_bytes:
+            return CapturedResult(full, None, False, type_json, tuple(lossy))
+        short, cut = None, False
+    else:
+        short, cut = shorten_strings(orjson.loads(full), limits.max_string)
     text = orjson.dumps(short).decode("utf-8") if cut else full
     text, capped = cap_json(text, limits.max_result_bytes)
     if not (cut or capped):
@@ -140,6 +142,12 @@ def capture_result(result: object, capture: Capture) -> CapturedResult:
     if capture.blobs is not None:
         capture.blobs.put(full)
     return CapturedResult(text, digest, True, type_json, tuple(lossy))
+
+
+def _no_long_string(text: str, limit: int) -> bool:
+    """Whether no string of compact JSON ``text`` can be longer than ``limit`` (no stretch between two quotes
+    is); text with escaped quotes is not decided here (False), as a string may then span several stretches."""
+    return '\\"' not in text and max(map(len, text.split('"'))) <= limit
 
 
 def usage_tokens(result: object) -> tuple[int | None, int | None]:

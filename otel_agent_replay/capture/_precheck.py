@@ -18,7 +18,7 @@ from ._layers import may_hold_json
 from ._redact_rules import CompiledRules
 from ._scan import fields_hit
 
-__all__ = ["may_redact", "secret_key"]
+__all__ = ["keys_hit", "may_redact", "secret_key"]
 
 # may_redact: up to this length the word scan is cheaper than walking the strings.
 _SHORT_TEXT: Final = 256
@@ -54,9 +54,20 @@ def may_redact(compiled: CompiledRules, json_text: str, names: Collection[str] |
         return True
     if ("$" in json_text and '"$bytes"' in json_text) or fields_hit(compiled, json_text):
         return True
+    return keys_hit(compiled, json_text, names)
+
+
+def keys_hit(
+    compiled: CompiledRules, json_text: str, names: Collection[str] | None, *, trust_names: bool = False
+) -> bool:
+    """Whether the data of ``json_text`` may hold a name the walk takes for a secret key (a superset).
+
+    ``trust_names``: the caller knows no string holds JSON, so ``names`` are all the names there are."""
     if not compiled.key_words:
         return False
-    if names is not None and "\\" not in json_text:  # no escape, so no JSON inside a string (whose keys count too)
+    if names is not None and (
+        trust_names or "\\" not in json_text
+    ):  # no escape, so no JSON inside a string (whose keys count too)
         return _names_hit(compiled, names)
     if len(json_text) <= _SHORT_TEXT:  # small arguments: the word scan is cheaper than the key walk
         return _has_key_word(compiled, json_text)

@@ -75,6 +75,7 @@ from otel_agent_replay.core import ConfigurationError, RecordingWarning
 from ._canonical import JSONValue, to_jsonable
 from ._context import is_credential_name
 from ._entropy import is_identifier_key
+from ._onepass import redact_json
 from ._precheck import may_redact, secret_key
 from ._redact_rules import (
     PATTERN_NAMES,
@@ -241,6 +242,28 @@ class Redactor:
         name the string is under, if any; one naming an identifier or a resource's identity
         (``is_identifier_key``) keeps the string from the high-entropy layer."""
         return scan_text(self._compiled, text, self.pii, entropy=not (key and is_identifier_key(key)))
+
+    def redact_json(self, json_text: str, names: Collection[str] | None = None, *, canonical: bool = False) -> str:
+        """The compact JSON text of some data (as orjson writes it), redacted; ``json_text`` itself if clean.
+
+        One pass over the text (``_onepass``): the detector, the value patterns' prefilters, the credential
+        words and the high-entropy runs are found in the whole text at once; only the strings that hold a
+        finding are decided and written back in place. Data whose structure matters (a secret key name,
+        bytes, JSON inside a string, a stream; user patterns, processors, personal data) is walked as
+        ``self(value)`` does. ``names``: as for ``may_redact``. ``canonical``: the text has sorted keys
+        (``dumps_canonical``), and a walked value is written back so."""
+        if not (self.patterns or self.processors or self.pii):
+            try:
+                out = redact_json(self._compiled, json_text, names)
+            except Exception as exc:  # fail closed: the walk below decides (and itself fails closed)
+                _log.warning("one-pass redaction failed (%s); the value is walked", type(exc).__name__)
+                out = None
+            if out is not None:
+                return out
+        redacted = self(orjson.loads(json_text))
+        if canonical:
+            return orjson.dumps(redacted, option=orjson.OPT_SORT_KEYS).decode("utf-8")
+        return orjson.dumps(redacted).decode("utf-8")
 
     def may_redact(self, json_text: str, names: Collection[str] | None = None) -> bool:
         """Cheap check on the compact JSON text of some data: False only if redacting it would change nothing.

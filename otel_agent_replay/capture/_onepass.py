@@ -1,0 +1,247 @@
+"""One pass over a captured document's serialised text: where can redaction change it, and what does it become?
+
+Capture dumps a value once (compact JSON). This module reads that text once, as a whole:
+
+1. the maintained detector (``_detector``: Kingfisher) scans the whole text in one native call;
+2. the value patterns' prefilters and the credential words (``_context.TRIGGERS``) are found with
+   ``str.find``/literal-first regexes over the same text;
+3. the high-entropy candidates are the runs of 20 or more token characters, found by one
+   ``bytes.translate`` of the text (token characters to one byte, every other to a space) and a
+   ``bytes.find`` for 20 of that byte, so the scan runs at memory speed; each run is judged by
+   ``_entropy``'s rules, the usual identifiers rejected by one regex before the finer rules;
+4. escapes that can hide a token (``%2F`` between token characters, a numeric HTML entity) and base64
+   of printable text mark their string for the decoded forms.
+
+Each finding is a character position in the text; it names the JSON string that holds it (found by
+counting the unescaped quotes before it, which is exact in orjson's output). Only those strings are
+decoded and decided by the rule set (``_scan.scan_text``: named shapes, field rules, the three layers
+and decoded forms), and a string that changes is written back in place, JSON-escaped by orjson: the
+text stays valid JSON and every other byte is the serialiser's own. Text that needs the structure
+(a secret key name, ``$bytes``, JSON or an event inside a string, a stream's chunks, user patterns,
+processors or personal data) is left to the caller's walk: ``redact_json`` returns None for it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from typing import Any, Final
+
+import orjson
+import re2  # type: ignore[import-untyped]
+
+from ._context import TRIGGERS
+from ._decoded import base64_text
+from ._detector import DETECTOR
+from ._entropy import MIN_RUN, RUN, high_entropy_spans, is_identifier_key
+from ._precheck import keys_hit
+from ._redact_rules import CompiledRules
+from ._scan import scan_text
+from ._value_patterns import FIELD_TRIGGERS
+
+__all__ = ["dirty_positions", "redact_json"]
+
+_TOKEN_CHARS: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-.~"
+_TO_RUNS: Final = bytes(ord("a") if chr(n).encode() in _TOKEN_CHARS and n < 128 else ord(" ") for n in range(256))
+_RUN_NEEDLE: Final = b"a" * 16  # base64 of printable text is read from 16 characters, a key from MIN_RUN
+_WORDS: Final = tuple(dict.fromkeys((*TRIGGERS, *FIELD_TRIGGERS, "bearer", "basic")))
+# The value patterns' prefixes (``_value_patterns.RULES``) as plain alternatives: a superset of where one
+# can match, without the look-behinds RE2 has not.
+_PREFIXES: Final = (
+    r"-----BEGIN|A(?:KIA|SIA)|gh[pousr]_|github_pat_|glpat-|sk-|[spr]k_(?:live|test)_|xox[abeoprs]-|xapp-|AIza"
+    r"|eyJ|SG\.|npm_|pypi-|hf_|hooks\.slack\.com/|://[^\s/@:\[\]\"]*:[^\s/\"]+@|sid="
+)
+# An escape that can join token characters into a token, or hide one: %2F between letters, &#43; ...
+_ESCAPES: Final = r"[A-Za-z0-9]%[0-9A-Fa-f]{2}|%[0-9A-Fa-f]{2}[A-Za-z0-9]|&#[xX]?[0-9A-Fa-f]{1,7};"
+_PGPASS: Final = r":(?:[0-9]{1,5}|\*):[^:\s\"',\\]+:[^:\s\"',\\]+:|-u[ =]"
+# Strings whose structure the walk must see: JSON or an event stream's event inside a string, bytes, chunks.
+_STRUCTURE: Final = r'"(?:[{\[]|data:|event:|id:|\$bytes"|delta"|choices"|content_block"|chunk")'
+_GATE: Any = re2.compile(
+    "(?i:" + "|".join(map(re.escape, _WORDS)) + ")|" + _PREFIXES + "|" + _ESCAPES + "|" + _PGPASS + "|" + _STRUCTURE
+)
+_STRUCTURE_START: Final = frozenset(('"{', '"[', '"d', '"e', '"i', '"$', '"c'))
+_SHORT_LIST = re.compile(r'\["[^"\\]{0,32}"(?:,"[^"\\]{0,32}")+\]')
+_BASE64_TEXT = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
+_STRUCTURE_RE = re.compile(_STRUCTURE)
+_HEXISH = re.compile(r"[0-9a-fA-F\-]+")
+_MAX_DEPTH: Final = 2
+_JUDGED: dict[str, bool] = {}
+_JUDGED_SIZE: Final = 8192
+
+
+def _key_like_run(run: str) -> bool:
+    """Whether the high-entropy rules find a key in one run of token characters (cached: ids repeat)."""
+    found = _JUDGED.get(run)
+    if found is None:
+        if len(_JUDGED) >= _JUDGED_SIZE:
+            _JUDGED.clear()
+        found = _JUDGED[run] = bool(high_entropy_spans(run))
+    return found
+
+
+def _runs(text: str) -> list[tuple[int, int]]:
+    """The (start, end) of every run of 20 or more token characters in ``text``."""
+    if not text.isascii():
+        return [match.span() for match in RUN.finditer(text)]
+    mapped = text.encode("ascii").translate(_TO_RUNS)
+    out = []
+    find = mapped.find
+    at = find(_RUN_NEEDLE)
+    while at >= 0:
+        end = find(b" ", at + 16)
+        if end < 0:
+            end = len(mapped)
+        out.append((at, end))
+        at = find(_RUN_NEEDLE, end)
+    return out
+
+
+def dirty_positions(
+    compiled: CompiledRules, text: str, depth: int = 0, structure: list[int] | None = None
+) -> list[int]:
+    """Positions in ``text`` where some rule of ``compiled`` may find a secret (a superset; unsorted).
+
+    ``structure`` collects where the text holds something only the walk can redact (JSON in a string ...)."""
+    found: list[int] = []
+    if structure is None:
+        structure = []
+    if len(text) < 5:
+        return found
+    for secret in DETECTOR.known_tokens(text) if len(text) >= 16 else ():
+        at = text.find(secret)
+        while at >= 0:
+            found.append(at)
+            at = text.find(secret, at + len(secret))
+    for match in _GATE.finditer(text):
+        at = match.start()
+        if text[at] == '"' and text[at : at + 2] in _STRUCTURE_START and _STRUCTURE_RE.match(text, at):
+            if text[at + 1] not in "{[" or _json_inside(text, at):
+                structure.append(at)
+        else:
+            found.append(at)
+    for start, end in _runs(text):
+        while start < end and text[start - 1 : start] == "\\" and _escaped(text, start - 1):
+            start += 5 if text[start] == "u" else 1  # the letters of an escape (\n, \u00e9) are not the token's
+        if end - start < 16:
+            continue
+        run = text[start:end]
+        if end - start >= MIN_RUN and _key_like_run(run):
+            found.append(start)
+        elif depth < _MAX_DEPTH:
+            for match in _BASE64_TEXT.finditer(run):
+                if _HEXISH.fullmatch(match.group()) is not None:
+                    continue  # hex digits and dashes (digests, UUIDs) are no base64 of text
+                decoded = base64_text(match.group())
+                if decoded is not None and dirty_positions(compiled, decoded, depth + 1):
+                    found.append(start + match.start())
+    return found
+
+
+def _json_inside(text: str, at: int) -> bool:
+    """Whether the JSON string opening at ``at`` holds JSON itself (a tool that returns ``json.dumps(...)``)."""
+    end = text.find('"', at + 1)
+    while end > 0 and text[end - 1] == "\\" and _escaped(text, end - 1):
+        end = text.find('"', end + 1)
+    try:
+        inner = orjson.loads(text[at : end + 1])
+        orjson.loads(inner)
+    except (orjson.JSONDecodeError, TypeError):
+        return False
+    return True
+
+
+def _escaped(text: str, at: int) -> bool:
+    """Whether the backslash at ``at`` starts an escape (an odd run of backslashes ends there)."""
+    n = 0
+    while at - n >= 0 and text[at - n] == "\\":
+        n += 1
+    return n % 2 == 1
+
+
+def needs_structure(compiled: CompiledRules, text: str, names: Collection[str] | None, structure: list[int]) -> bool:
+    """Whether redacting ``text`` needs the value's structure (the walk), not only its strings."""
+    if structure or not compiled.defaults or "\\\\" in text:
+        return True
+    if '["' in text:
+        for match in _SHORT_LIST.finditer(text):
+            if " " in match.group() or "\\n" in match.group():
+                return True  # a list of short text pieces: a stream's deltas, read whole by the walk
+    # JSON inside a string would be in ``structure``: the names of the data are all its keys
+    return keys_hit(compiled, text, names, trust_names=True)
+
+
+def _string_at(text: str, pos: int, cursor: list[int]) -> tuple[int, int] | None:
+    """The (opening quote, closing quote) of the JSON string holding ``pos``, or None if ``pos`` is outside.
+
+    ``cursor`` carries [position, quotes before it] from the previous call (positions come sorted)."""
+    last, quotes = cursor
+    quotes += text.count('"', last, pos) - text.count('\\"', max(0, last - 1), pos)
+    cursor[0], cursor[1] = pos, quotes
+    if quotes % 2 == 0 and text[pos] != '"':
+        return None
+    start = pos if text[pos] == '"' and quotes % 2 == 0 else text.rfind('"', 0, pos)
+    while start > 0 and text[start - 1] == "\\":
+        start = text.rfind('"', 0, start - 1)
+    end = text.find('"', start + 1)
+    while end > 0 and text[end - 1] == "\\":
+        end = text.find('"', end + 1)
+    if start < 0 or end < 0:
+        return None
+    return start, end
+
+
+def _key_before(text: str, start: int) -> str | None:
+    """The key of the object member whose value is the string opening at ``start``, if any."""
+    if start < 2 or text[start - 1] != ":" or text[start - 2] != '"':
+        return None
+    key_start = text.rfind('"', 0, start - 2)
+    while key_start > 0 and text[key_start - 1] == "\\":
+        key_start = text.rfind('"', 0, key_start - 1)
+    try:
+        key = orjson.loads(text[key_start : start - 1])
+    except orjson.JSONDecodeError:
+        return None
+    return key if isinstance(key, str) else None
+
+
+def redact_json(compiled: CompiledRules, text: str, names: Collection[str] | None = None) -> str | None:
+    """``text`` (compact JSON from orjson) with every secret in its strings redacted: the same object when
+    clean, None when the structure is needed (then the caller walks the value)."""
+    structure: list[int] = []
+    positions = dirty_positions(compiled, text, 0, structure)
+    if needs_structure(compiled, text, names, structure):
+        return None
+    if not positions:
+        return text
+    positions.sort()
+    cursor = [0, 0]
+    seen: set[int] = set()
+    parts: list[str] = []
+    copied = 0
+    for pos in positions:
+        if pos < copied:
+            continue
+        span = _string_at(text, pos, cursor)
+        if span is None:
+            continue
+        start, end = span
+        if start in seen:
+            continue
+        seen.add(start)
+        if text[end + 1 : end + 2] == ":":
+            value = orjson.loads(text[start : end + 1])
+            if scan_text(compiled, value, False) != value:
+                return None  # a secret in a key: the walk redacts the key and its value together
+            continue
+        value = orjson.loads(text[start : end + 1])
+        key = _key_before(text, start)
+        redacted = scan_text(compiled, value, False, entropy=key is None or not is_identifier_key(key))
+        if redacted == value:
+            continue
+        parts.append(text[copied:start])
+        parts.append(orjson.dumps(redacted).decode("utf-8"))
+        copied = end + 1
+    if not parts:
+        return text
+    parts.append(text[copied:])
+    return "".join(parts)
