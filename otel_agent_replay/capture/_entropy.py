@@ -43,6 +43,8 @@ import re
 from collections import Counter
 from typing import Final
 
+from ._data import is_data, public_pem_spans
+
 __all__ = ["MIN_RUN", "RUN", "high_entropy_spans", "is_identifier_key"]
 
 MIN_RUN: Final = 20
@@ -71,7 +73,7 @@ _RESOURCE_IDENTITY = re.compile(
 """OpenTelemetry resource attributes that identify the service and where it runs (semantic conventions):
 names and ids, never credentials (``process.command_args`` and the like are not among them)."""
 _MODEL_IDS = re.compile(
-    r"(?:toolu|srvtoolu|tooluse|call|msg|chatcmpl|resp|fc|rs|req|run|asst|thread|file|batch|ws)[_-][A-Za-z0-9_-]{6,64}"
+    r"(?:(?:toolu|srvtoolu|tooluse|call|msg|chatcmpl|resp|rs|req|run|asst|thread|file|batch|ws)[_-]|fc_)[A-Za-z0-9_-]{6,64}"
 )
 _SIGNATURES: Final = (b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"RIFF", b"%PDF", b"PK\x03\x04", b"\x1f\x8b")
 
@@ -85,6 +87,7 @@ _DATA_PARTS: Final = ("b64", "base64", "embedding", "vector", "audio", "thumbnai
 _KEY_SEGMENT = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
+_PAGE_WORDS: Final = frozenset({"page", "next", "continuation", "pagination", "sync", "resume", "prev", "previous"})
 _ID_KEY_CACHE: dict[str, bool] = {}
 _ID_KEY_CACHE_SIZE: Final = 4096
 
@@ -107,6 +110,8 @@ def _decide_identifier_key(key: str) -> bool:
         return False
     if words[-1] in _ID_WORDS or not _ID_WORDS_ANYWHERE.isdisjoint(words):
         return True
+    if "cursor" in words or (words[-1] == "token" and not _PAGE_WORDS.isdisjoint(words)):
+        return True  # a page token or a cursor: the agent sends it back for the next page
     lowered = key.lower()
     return any(part in lowered for part in _DATA_PARTS)
 
@@ -181,7 +186,7 @@ def is_key_like(token: str) -> bool:
         return False
     if _SHORT_BODY.fullmatch(token) or _SLUG.fullmatch(token) or _MODEL_IDS.fullmatch(token):
         return False
-    if _media(token) or _printable_base64(token):
+    if _media(token) or _printable_base64(token) or is_data(token):
         return False
     if _BASE64_BODY.fullmatch(token):  # base64 (with + or /): one piece, however its slashes fall
         return _segment_key_like(token.rstrip("="))
@@ -200,7 +205,10 @@ def is_key_like(token: str) -> bool:
 def high_entropy_spans(text: str) -> list[tuple[int, int]]:
     """The (start, end) of each high-entropy token in ``text``."""
     spans: list[tuple[int, int]] = []
+    public = public_pem_spans(text)  # a certificate's or a public key's base64 lines are data
     for match in RUN.finditer(text):
+        if public and any(a <= match.start() < b for a, b in public):
+            continue
         for start, end in _pieces(text, *match.span()):
             if end - start >= MIN_RUN:
                 _judge(text, start, end, match.group(), spans)

@@ -24,6 +24,7 @@ from typing import Any, Final
 import re2  # type: ignore[import-untyped]
 
 from ._context import TRIGGERS, context_spans
+from ._data import public_pem_spans
 from ._decoded import decoded_spans
 from ._detector import DETECTOR
 from ._entropy import RUN, high_entropy_spans
@@ -143,8 +144,11 @@ def layer_spans(text: str, depth: int = 0, entropy: bool = True) -> list[tuple[i
     spans.extend((start, end, CONTEXT) for start, end in context_spans(text, lowered))
     if run and entropy:
         if len(text) > _SHORT:  # RE2 finds the candidate runs; each is then judged in Python
+            public = public_pem_spans(text)
             for match in _LONG_RUN_ALL.finditer(text):
                 start, end = match.span()
+                if public and any(a <= start < b for a, b in public):
+                    continue
                 spans.extend((start + a, start + b, ENTROPY) for a, b in high_entropy_spans(text[start:end]))
         else:
             spans.extend((start, end, ENTROPY) for start, end in high_entropy_spans(text))

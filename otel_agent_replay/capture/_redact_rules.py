@@ -104,6 +104,10 @@ _COUNT_WORDS: Final = frozenset(
         "estimate",
         "estimated",
         "per",
+        # a page token is the position of the next page, not a credential (nextPageToken, next_page_token)
+        "page",
+        "continuation",
+        "pagination",
     }
 )
 
