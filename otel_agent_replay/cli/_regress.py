@@ -211,7 +211,7 @@ def _kinds(before: Any) -> tuple[str, ...]:
             data = orjson.loads(before)
         except orjson.JSONDecodeError:
             data = before
-    kinds = set(DEFAULT_REDACTOR.secret_kinds(data))
+    kinds = set(DEFAULT_REDACTOR.secret_kinds(data)) - {"secret"}
     if not kinds and isinstance(data, dict):  # a stream whose secret is split over its events
 
         def scan(text: str) -> str:
