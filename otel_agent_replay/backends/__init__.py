@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from ._http import parse_headers
+from ._jaeger_answer import Report, redact_traces
 from ._otlp_config import CAPTURE_CONTENT_ENV, OTLP_ENDPOINT_ENVS, PROTOCOLS, OtlpOption, otlp_processor, otlp_protocol
 from ._otlp_export import OtlpProcessor, OtlpStats, span_with
 from ._pull import APIS, parse_duration, parse_time, pull
-from ._push import push
+from ._push import push, tape_messages
 
 __all__ = [
     "APIS",
@@ -16,6 +17,7 @@ __all__ = [
     "OtlpOption",
     "OtlpProcessor",
     "OtlpStats",
+    "Report",
     "otlp_processor",
     "otlp_protocol",
     "parse_duration",
@@ -23,5 +25,7 @@ __all__ = [
     "parse_time",
     "pull",
     "push",
+    "redact_traces",
     "span_with",
+    "tape_messages",
 ]

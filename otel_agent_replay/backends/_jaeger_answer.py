@@ -8,16 +8,17 @@ object or one per line when streamed; ids in base64); ``classic_messages`` reads
 Recording redacts a value before it reaches a span; a trace exported by someone else may carry
 secrets anywhere. ``redact_traces`` walks every attribute of a ``TracesData`` message (spans,
 events, links, resources, scopes; keys and values, bytes too), the names of spans, events and
-scopes, trace states and the status messages, in place: a string that
-holds a JSON object or array is parsed and redacted as data (secret keys and secret-looking
-values, like captured arguments), any other string by the value patterns alone
-(``Redactor.redact_text``). Redaction is idempotent, so spans recorded by otel-agent-replay
-(already redacted) come through unchanged and keep their call keys.
+scopes, trace states and the status messages, in place, each value by ``tape.clean_attribute``'s
+rules (the ones capture, ``show`` and ``check`` use): a string that holds JSON is redacted as data
+(secret keys and secret-looking values, like captured arguments; a recorded stream as its
+assembled text), any other string by the detector. ``push`` sends a tape through the same walk and
+``check`` reports what it would change. Redaction is idempotent, so spans recorded by
+otel-agent-replay (already redacted) come through unchanged and keep their call keys.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -26,12 +27,12 @@ from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
 from otel_agent_replay.capture import KEY_PLACEHOLDER, Redactor
 from otel_agent_replay.core import EndpointError
-from otel_agent_replay.tape import DECODE_ERRORS, decode_problem, otlp_from_jaeger
+from otel_agent_replay.tape import DECODE_ERRORS, clean_string, clean_text, decode_problem, otlp_from_jaeger
 
 from ._http import Response
 from ._otlp_json import traces_data
 
-__all__ = ["classic_messages", "redact_string", "redact_traces", "v3_messages"]
+__all__ = ["Report", "classic_messages", "redact_string", "redact_traces", "v3_messages"]
 
 
 def _json_values(got: Response) -> Iterable[Any]:
@@ -74,97 +75,111 @@ def classic_messages(got: Response) -> Iterator[TracesData]:
 
 
 def redact_string(text: str, redactor: Redactor, key: str = "") -> str:
-    """A string attribute value (under ``key``), redacted: JSON data as data, other text by the value
-    patterns (an identifier's key keeps it from the high-entropy layer: ``Redactor.redact_text``)."""
-    head = text.lstrip()[:1]
-    if head in ("{", "["):
-        try:
-            data = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            return redactor.redact_text(text, key)
-        if not redactor.may_redact(text):
-            return text
-        cleaned = redactor(data)
-        return text if cleaned == data else orjson.dumps(cleaned).decode("utf-8")
-    return redactor.redact_text(text, key)
+    """A string attribute value (under ``key``), redacted as capture redacts one (``tape.clean_string``):
+    JSON as data, a recorded stream as its assembled text, other text by the detector."""
+    return clean_string(redactor, key, text)
 
 
-def _text(text: str, redactor: Redactor) -> str:
-    return redactor.redact_text(text) if text else text
+Report = Callable[[str, str, Any], None]
+"""Told of each value redaction changed: (the span's name, redacted, or ""; where in it; the value before)."""
 
 
-def redact_traces(message: TracesData, redactor: Redactor) -> int:
+def redact_traces(message: TracesData, redactor: Redactor, report: Report | None = None) -> int:
     """Redact, in place, everything of ``message`` that holds text: attribute keys and values (strings,
     bytes, arrays, key/value lists), span, event and scope names, scope versions, trace states and status
-    messages, of resources, scopes, spans, events and links. Returns how many values changed."""
-    changed = 0
+    messages, of resources, scopes, spans, events and links. Returns how many values changed; ``report``
+    (``check``) hears of each."""
+    walk = _Walk(redactor, report)
     for rs in message.resource_spans:
-        changed += _attributes(rs.resource.attributes, redactor)
+        walk.attributes(rs.resource.attributes, "resource attribute {}")
         for ss in rs.scope_spans:
-            changed += _attributes(ss.scope.attributes, redactor)
-            changed += _fields(ss.scope, ("name", "version"), redactor)
+            walk.attributes(ss.scope.attributes, "scope attribute {}")
+            walk.fields(ss.scope, {"name": "the scope name", "version": "the scope version"})
             for span in ss.spans:
-                changed += _attributes(span.attributes, redactor)
-                changed += _fields(span, ("name", "trace_state"), redactor)
+                walk.span = clean_text(redactor, span.name)
+                walk.fields(span, {"name": "the span name", "trace_state": "the trace state"})
+                walk.attributes(span.attributes, "attribute {}")
                 for event in span.events:
-                    changed += _attributes(event.attributes, redactor)
-                    changed += _fields(event, ("name",), redactor)
+                    shown = clean_text(redactor, event.name)
+                    walk.attributes(event.attributes, f"attribute {{}} of event {shown!r}")
+                    walk.fields(event, {"name": "an event name"})
                 for link in span.links:
-                    changed += _attributes(link.attributes, redactor)
-                    changed += _fields(link, ("trace_state",), redactor)
-                changed += _fields(span.status, ("message",), redactor)
-    return changed
+                    walk.attributes(link.attributes, "attribute {} of a link")
+                    walk.fields(link, {"trace_state": "the trace state of a link"})
+                walk.fields(span.status, {"message": "the error message"})
+                walk.span = ""
+    return walk.changed
 
 
-def _fields(message: Any, names: tuple[str, ...], redactor: Redactor) -> int:
-    changed = 0
-    for name in names:
-        text = getattr(message, name)
-        cleaned = _text(text, redactor)
-        if cleaned != text:
-            setattr(message, name, cleaned)
-            changed += 1
-    return changed
+class _Walk:
+    """One message's walk: the redactor, who hears of changes, and what changed so far."""
+
+    def __init__(self, redactor: Redactor, report: Report | None) -> None:
+        self.redactor = redactor
+        self.report = report
+        self.changed = 0
+        self.span = ""
+
+    def _changed(self, where: str, before: Any) -> None:
+        self.changed += 1
+        if self.report is not None:
+            self.report(self.span, where, before)
+
+    def fields(self, message: Any, names: dict[str, str]) -> None:
+        for name, where in names.items():
+            text = getattr(message, name)
+            cleaned = clean_text(self.redactor, text)
+            if cleaned != text:
+                setattr(message, name, cleaned)
+                self._changed(where, text)
+
+    def attributes(self, items: Iterable[KeyValue], where: str) -> None:
+        for kv in items:
+            key = kv.key
+            shown = clean_text(self.redactor, key)
+            if self.redactor.is_secret_key(key):
+                if kv.value.WhichOneof("value") is not None and kv.value.string_value != KEY_PLACEHOLDER:
+                    before = _python(kv.value)
+                    kv.value.Clear()
+                    kv.value.string_value = KEY_PLACEHOLDER
+                    self._changed(where.format(shown), {key: before})
+            else:
+                self.value(kv.value, key, where.format(shown))
+            if shown != key:
+                kv.key = shown
+                self._changed(f"an attribute key ({shown})", key)
+
+    def value(self, value: AnyValue, key: str, where: str) -> None:
+        kind = value.WhichOneof("value")
+        if kind == "string_value":
+            cleaned = redact_string(value.string_value, self.redactor, key)
+            if cleaned != value.string_value:
+                before = value.string_value
+                value.string_value = cleaned
+                self._changed(where, before)
+        elif kind == "bytes_value":
+            try:
+                text = value.bytes_value.decode("utf-8")
+            except UnicodeDecodeError:
+                return  # binary data: no text to redact
+            cleaned = redact_string(text, self.redactor, key)
+            if cleaned != text:
+                value.bytes_value = cleaned.encode("utf-8")
+                self._changed(where, text)
+        elif kind == "array_value":
+            for item in value.array_value.values:
+                self.value(item, "", where)
+        elif kind == "kvlist_value":
+            self.attributes(value.kvlist_value.values, where + " → {}")
 
 
-def _attributes(items: Iterable[KeyValue], redactor: Redactor) -> int:
-    changed = 0
-    for kv in items:
-        key = kv.key
-        if redactor.is_secret_key(key):
-            if kv.value.WhichOneof("value") is not None and kv.value.string_value != KEY_PLACEHOLDER:
-                kv.value.Clear()
-                kv.value.string_value = KEY_PLACEHOLDER
-                changed += 1
-        else:
-            changed += _value(kv.value, redactor, key)
-        cleaned = _text(key, redactor)
-        if cleaned != key:
-            kv.key = cleaned
-            changed += 1
-    return changed
-
-
-def _value(value: AnyValue, redactor: Redactor, key: str = "") -> int:
+def _python(value: AnyValue) -> Any:
+    """An AnyValue as plain data (for saying what a secret key held)."""
     kind = value.WhichOneof("value")
-    if kind == "string_value":
-        cleaned = redact_string(value.string_value, redactor, key)
-        if cleaned != value.string_value:
-            value.string_value = cleaned
-            return 1
-        return 0
-    if kind == "bytes_value":
-        try:
-            text = value.bytes_value.decode("utf-8")
-        except UnicodeDecodeError:
-            return 0  # binary data: no text to redact
-        cleaned = redact_string(text, redactor, key)
-        if cleaned != text:
-            value.bytes_value = cleaned.encode("utf-8")
-            return 1
-        return 0
     if kind == "array_value":
-        return sum(_value(item, redactor) for item in value.array_value.values)
+        return [_python(v) for v in value.array_value.values]
     if kind == "kvlist_value":
-        return _attributes(value.kvlist_value.values, redactor)
-    return 0
+        return {kv.key: _python(kv.value) for kv in value.kvlist_value.values}
+    if kind == "bytes_value":
+        return value.bytes_value.decode("utf-8", "replace")
+    return None if kind is None else getattr(value, kind)

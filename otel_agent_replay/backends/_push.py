@@ -4,7 +4,8 @@ Trace ids, span ids, parents, timestamps, attributes, events, links, status, res
 go as the tape has them, so a run recorded offline shows up in Jaeger (or any OTLP backend) as
 if it had been exported live. The file is first read the way ``load_tape`` reads it (same
 formats, same strict checks and ``file:line`` errors); then its OTLP JSON is turned into OTLP
-protobuf (``otlp_json``; Jaeger JSON through ``jaeger_otlp``) and sent in batches over
+protobuf (``otlp_json``; Jaeger JSON through ``jaeger_otlp``), redacted as ``pull`` redacts what it
+fetches (``redact_traces``: a tape another tool wrote may hold secrets), and sent in batches over
 ``http/protobuf`` or ``grpc``. Content attributes follow the GenAI switch, as for live export.
 """
 
@@ -24,15 +25,17 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, TracesData
 
+from otel_agent_replay.capture import DEFAULT_REDACTOR, Redactor
 from otel_agent_replay.core import ConfigurationError, EndpointError, TapeFormatError
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.tape import DECODE_ERRORS, decode_problem, iter_spans, otlp_from_jaeger
 
 from ._http import parse_headers, request
+from ._jaeger_answer import redact_traces
 from ._otlp_config import PROTOCOLS, content_capture_enabled, traces_url
 from ._otlp_json import strip_attributes, traces_data
 
-__all__ = ["PushResult", "push"]
+__all__ = ["PushResult", "push", "tape_messages"]
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -51,6 +54,8 @@ class PushResult:
     """Spans sent without their content attributes (the content switch was off)."""
     messages: tuple[str, ...] = ()
     """What the endpoint said about rejected spans."""
+    redacted: int = 0
+    """Values redaction changed on the way out (a tape another tool wrote may hold secrets)."""
 
 
 def push(
@@ -62,6 +67,7 @@ def push(
     content: bool | None = None,
     timeout: float = 10.0,
     batch_spans: int = 512,
+    redactor: Redactor = DEFAULT_REDACTOR,
 ) -> PushResult:
     """Send every span of the trace file at ``path`` to the OTLP endpoint ``endpoint``.
 
@@ -69,6 +75,7 @@ def push(
     or the full traces URL; for ``grpc`` ``http://host:4317`` (``https://`` for TLS).
     ``headers`` go with every request (``OTEL_EXPORTER_OTLP_HEADERS`` is used under them);
     ``content`` sends arguments, results and messages (None: ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``).
+    Every value goes through ``redactor`` first (``redact_traces``, as ``pull`` and capture redact).
     Raises ``TapeNotFoundError`` / ``TapeFormatError`` for the file, ``ConfigurationError`` for the
     options, ``EndpointError`` when the endpoint cannot be reached or refuses the spans.
     """
@@ -93,11 +100,8 @@ def push(
             if not keep_content:
                 doc, touched = strip_attributes(doc, A.CONTENT_ATTRIBUTES)
                 tally.stripped += touched
-            try:
-                message = traces_data(doc)
-            except DECODE_ERRORS as exc:
-                problem = decode_problem(exc, "fix the file or export it again")
-                raise TapeFormatError(problem, path=source, line=line) from None
+            message = _message(doc, source, line)
+            tally.redacted += redact_traces(message, redactor)  # a tape another tool wrote may hold secrets
             batch.add(message)
             if batch.spans >= batch_spans:
                 tally.sent(batch.spans, sender.send(batch.request()))
@@ -108,14 +112,41 @@ def push(
         sender.close()
     if tally.spans != expected:  # pragma: no cover - the reader and the loader disagree: a bug to report
         raise TapeFormatError(f"read {expected} span(s) but sent {tally.spans}; please report this", path=source)
-    return PushResult(url, protocol, tally.spans, tally.requests, tally.rejected, tally.stripped, tuple(tally.messages))
+    return PushResult(
+        url,
+        protocol,
+        tally.spans,
+        tally.requests,
+        tally.rejected,
+        tally.stripped,
+        tuple(tally.messages),
+        tally.redacted,
+    )
+
+
+def _message(doc: dict[str, Any], source: str, line: int) -> TracesData:
+    try:
+        return traces_data(doc)
+    except DECODE_ERRORS as exc:
+        problem = decode_problem(exc, "fix the file or export it again")
+        raise TapeFormatError(problem, path=source, line=line) from None
+
+
+def tape_messages(path: str | os.PathLike[str]) -> Iterator[tuple[int, TracesData]]:
+    """Each ``TracesData`` of a trace file in any format the loader reads, with its line, as ``push``
+    sends it (the file checked by the loader first: its errors, with ``file:line``)."""
+    source = os.fspath(path)
+    for _ in iter_spans(source):
+        pass
+    for line, doc in _documents(source):
+        yield line, _message(doc, source, line)
 
 
 class _Tally:
     """Counts of what was sent."""
 
     def __init__(self) -> None:
-        self.spans = self.requests = self.rejected = self.stripped = 0
+        self.spans = self.requests = self.rejected = self.stripped = self.redacted = 0
         self.messages: list[str] = []
 
     def sent(self, spans: int, answer: ExportTraceServiceResponse) -> None:

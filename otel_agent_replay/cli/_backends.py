@@ -72,6 +72,7 @@ def _cmd_push(args: argparse.Namespace, out: Console, err: Console) -> int:
                 "requests": result.requests,
                 "rejected": result.rejected,
                 "content_stripped": result.content_stripped,
+                "redacted": result.redacted,
                 "messages": list(result.messages),
             }
         )
@@ -80,6 +81,8 @@ def _cmd_push(args: argparse.Namespace, out: Console, err: Console) -> int:
         f"pushed {result.spans} span(s) of {escape(args.tape)} to {escape(result.endpoint)} "
         f"({result.protocol}, {result.requests} request(s))"
     )
+    if result.redacted:
+        out.print(f"redacted {result.redacted} value(s) on the way out")
     if result.content_stripped:
         out.print(
             f"[yellow]note:[/yellow] arguments, results and messages were left out of {result.content_stripped} "

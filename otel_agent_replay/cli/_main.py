@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.tree import Tree
 
+from otel_agent_replay.capture import DEFAULT_REDACTOR
 from otel_agent_replay.conversation import (
     Message,
     cut,
@@ -269,7 +270,7 @@ def _pretty(value: Any) -> str:
 
 
 def _cmd_show(args: argparse.Namespace, out: Console, err: Console) -> int:
-    tape = load_tape(args.tape)
+    tape = load_tape(args.tape, redactor=DEFAULT_REDACTOR)  # a tape another tool wrote may hold secrets
     runs = _selected(tape, args)
     if args.step:
         if args.json:

@@ -20,9 +20,10 @@ from rich.table import Table
 
 from otel_agent_replay.capture import DEFAULT_REDACTOR
 from otel_agent_replay.comparison import STRICT, Policy, compare, short
+from otel_agent_replay.conversation import redact_stream
 from otel_agent_replay.core import SideEffect, StepKind, TapeFormatError, TapeNotFoundError, TapeWarning
 from otel_agent_replay.core import attributes as A
-from otel_agent_replay.tape import Run, Tape, iter_spans, load_tape
+from otel_agent_replay.tape import Run, Tape, load_tape
 
 from ._output import dump_json
 
@@ -71,7 +72,8 @@ def _policy(args: argparse.Namespace) -> Policy:
 
 
 def _cmd_diff(args: argparse.Namespace, out: Console, err: Console) -> int:
-    left, right = load_tape(args.a), load_tape(args.b)
+    # tapes another tool wrote may hold secrets: read them through the redactor capture uses
+    left, right = load_tape(args.a, redactor=DEFAULT_REDACTOR), load_tape(args.b, redactor=DEFAULT_REDACTOR)
     result = compare(left, right, _policy(args))
     if args.html:
         from otel_agent_replay.pages import diff_page  # only when asked: the pages bring the store's report
@@ -144,7 +146,7 @@ def tape_stats(tapes: Iterable[Tape]) -> list[dict[str, Any]]:
 
 
 def _cmd_stats(args: argparse.Namespace, out: Console, err: Console) -> int:
-    tapes = [load_tape(path) for path in _with_progress(list(args.tapes), err)]
+    tapes = [load_tape(path, redactor=DEFAULT_REDACTOR) for path in _with_progress(list(args.tapes), err)]
     rows = tape_stats(tapes)
     if args.json:
         dump_json(rows)
@@ -192,42 +194,51 @@ _BITS = {
 
 def _secret_finding(path: str, line: int, span: str, where: str, kinds: tuple[str, ...]) -> Finding:
     # kind and place only: the value itself never reaches the report (nor CI logs)
+    owner = f"span {span!r}: " if span else ""
     return Finding(
         "secret",
         f"{path}:{line}",
-        f"span {span!r}: {where} holds a secret ({', '.join(kinds)}) that the default redaction would remove; "
+        f"{owner}{where} holds a secret ({', '.join(kinds)}) that the default redaction would remove; "
         "rotate that secret, then re-record the tape with redaction on",
     )
 
 
+def _kinds(before: Any) -> tuple[str, ...]:
+    """The kinds of secret a value held (as ``Redactor.secret_kinds`` names them), a stream's too."""
+    data = before
+    if isinstance(before, str) and before[:1] in ("{", "[", '"'):
+        try:
+            data = orjson.loads(before)
+        except orjson.JSONDecodeError:
+            data = before
+    kinds = set(DEFAULT_REDACTOR.secret_kinds(data)) - {"secret"}
+    if not kinds and isinstance(data, dict):  # a stream whose secret is split over its events
+
+        def scan(text: str) -> str:
+            kinds.update(DEFAULT_REDACTOR.secret_kinds(text))
+            return DEFAULT_REDACTOR.redact_text(text)
+
+        redact_stream(data, scan)
+    return tuple(sorted(kinds)) or ("secret",)
+
+
 def _secret_findings(path: str, lines: dict[str, int]) -> list[Finding]:
-    """Secrets the default redaction would remove; fills ``lines`` (span id → line) on the way."""
-    found = []
-    kinds_of = DEFAULT_REDACTOR.secret_kinds
-    for record in iter_spans(path):
-        lines.setdefault(record.span_id, record.line)
-        span = DEFAULT_REDACTOR.redact_text(record.name)  # the name is printed, so it is redacted first
-        texts = {"the span name": record.name}
-        if record.error is not None:
-            texts["the error message"] = record.error.message
-        for where, text in texts.items():
-            kinds = kinds_of(text)
-            if kinds:
-                found.append(_secret_finding(path, record.line, span, where, kinds))
-        for key, value in record.attributes.items():
-            key_kinds = kinds_of(key)
-            shown = DEFAULT_REDACTOR.redact_text(key)
-            if key_kinds:
-                found.append(_secret_finding(path, record.line, span, f"an attribute key ({shown})", key_kinds))
-            if not isinstance(value, str):
-                continue
-            try:
-                data = orjson.loads(value) if value[:1] in ("{", "[", '"') else None
-            except orjson.JSONDecodeError:
-                data = None
-            kinds = kinds_of(data if data is not None else value)
-            if kinds:
-                found.append(_secret_finding(path, record.line, span, f"attribute {shown}", kinds))
+    """What the default redaction would change, by the walk ``pull`` and ``push`` redact with and the rule
+    capture applies to each value (``tape.clean_attribute``): capture and ``check`` agree by construction.
+    Fills ``lines`` (span id → line) on the way."""
+    from otel_agent_replay.backends import redact_traces, tape_messages  # protobuf: only for check
+
+    found: list[Finding] = []
+    for line, message in tape_messages(path):
+        for rs in message.resource_spans:
+            for ss in rs.scope_spans:
+                for span in ss.spans:
+                    lines.setdefault(span.span_id.hex(), line)
+
+        def report(span: str, where: str, before: Any, line: int = line) -> None:
+            found.append(_secret_finding(path, line, span, where, _kinds(before)))
+
+        redact_traces(message, DEFAULT_REDACTOR, report)
     return found
 
 

@@ -8,6 +8,7 @@ messages, keyed by the step's route name; used for the ``gen_ai.input.messages``
 from __future__ import annotations
 
 from ._parts import Message, Part, chat_messages, dumps
+from ._redact_stream import redact_stream
 from ._shapes import Prompt, answer_body, answer_of, prompt_of
 from ._streams import assemble, is_stream, payloads
 from ._text import cut, part_text, said_messages, said_text, sent_messages
@@ -26,6 +27,7 @@ __all__ = [
     "part_text",
     "payloads",
     "prompt_of",
+    "redact_stream",
     "said_messages",
     "said_text",
     "sent_messages",

@@ -30,7 +30,7 @@ from otel_agent_replay.capture import (
     exception_facts,
     usage_tokens,
 )
-from otel_agent_replay.conversation import answer_of, dumps, prompt_of
+from otel_agent_replay.conversation import answer_of, dumps, prompt_of, redact_stream
 from otel_agent_replay.core import TapeWarning, __version__
 from otel_agent_replay.core import attributes as A
 
@@ -71,6 +71,8 @@ class StepInFlight:
         rather than read again from the result (a replayed stream's hundreds of events)."""
         try:
             if captured is None:
+                if recorded is None:  # a stream is scanned as its assembled text before any field is built from it
+                    result = redact_stream(result, self.capture.redactor.redact_text)
                 captured = capture_result(result, self.capture)
             attrs: dict[str, Any] = {}
             as_recorded = self.spec.is_llm and recorded is not None and A.GEN_AI_OUTPUT_MESSAGES in recorded

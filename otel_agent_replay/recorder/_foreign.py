@@ -18,8 +18,9 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import Link, Status
 
 from otel_agent_replay.backends import span_with
-from otel_agent_replay.capture import KEY_PLACEHOLDER, Redactor
+from otel_agent_replay.capture import Redactor
 from otel_agent_replay.core import attributes as A
+from otel_agent_replay.tape import clean_attribute
 
 
 def is_ours(span: ReadableSpan) -> bool:
@@ -34,19 +35,9 @@ def is_run_span(span: ReadableSpan) -> bool:
 
 
 def _value(redactor: Redactor, key: str, value: Any) -> Any:
-    if value is None:
-        return None
-    if redactor.is_secret_key(key):
-        return KEY_PLACEHOLDER
-    if isinstance(value, str):
-        return redactor.redact_attribute(key, value) if key else redactor(value)
-    if isinstance(value, bytes):
-        text = value.decode("utf-8", "replace")
-        redacted = redactor(text)
-        return value if redacted == text else str(redacted).encode("utf-8")
-    if isinstance(value, (list, tuple)):
-        return tuple(_value(redactor, "", item) if item is not None else None for item in value)
-    return value
+    # the one rule for an attribute value, which ``check``, ``pull``, ``push`` and ``show`` use too
+    cleaned = clean_attribute(redactor, key, value)
+    return tuple(cleaned) if isinstance(cleaned, list) else cleaned
 
 
 def _attributes(redactor: Redactor, attrs: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, bool]:

@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import INVALID_SPAN, NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 
 from otel_agent_replay.capture import Capture, capture_result
+from otel_agent_replay.conversation import redact_stream
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import Prepared, RunState, StepIds, ToolSpec, record_error, step_attributes
 from otel_agent_replay.tape import Run
@@ -32,6 +33,7 @@ class AppendedStep:
 
     def finish(self, result: object) -> None:
         try:
+            result = redact_stream(result, self.capture.redactor.redact_text)  # a stream as its assembled text
             captured = capture_result(result, self.capture)
             self.span.set_attribute(A.GEN_AI_TOOL_CALL_RESULT, captured.json)
             if captured.truncated:

@@ -17,6 +17,7 @@ from typing import Final
 
 import orjson
 
+from otel_agent_replay.capture import DEFAULT_REDACTOR
 from otel_agent_replay.tape import Tape, load_tape
 
 from ._backend import Backend, Tx, chunks
@@ -154,8 +155,9 @@ def _write(tx: Tx, all_rows: list[SessionRows]) -> None:
 
 
 def ingest_tape(backend: Backend, source: str | os.PathLike[str] | Tape, tags: Iterable[str] = ()) -> IngestResult:
-    """Ingest one tape (a path, loaded with ``load_tape``, or a loaded ``Tape``) in one transaction."""
-    tape = source if isinstance(source, Tape) else load_tape(source)
+    """Ingest one tape (a path, loaded with ``load_tape`` through the default redactor, since another tool
+    may have written it; or a loaded ``Tape``) in one transaction."""
+    tape = source if isinstance(source, Tape) else load_tape(source, redactor=DEFAULT_REDACTOR)
     tag_list = normalise_tags(tags)
     all_rows = [rows_of_run(run, tag_list, tape.path) for run in tape.runs]
     with backend.write() as tx:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ._jaeger import otlp_from_jaeger
 from ._load import iter_spans, load_tape
+from ._redacted import clean_attribute, clean_attributes, clean_string, clean_text, redact_record
 from ._span import DECODE_ERRORS, SpanDataError, decode_problem
 from ._values import Run, Step, StepError, Tape
 
@@ -17,8 +18,13 @@ __all__ = [
     "Step",
     "StepError",
     "Tape",
+    "clean_attribute",
+    "clean_attributes",
+    "clean_string",
+    "clean_text",
     "decode_problem",
     "iter_spans",
     "load_tape",
     "otlp_from_jaeger",
+    "redact_record",
 ]

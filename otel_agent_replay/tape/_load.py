@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from operator import attrgetter
 from typing import Any, Final
 
-from otel_agent_replay.capture import canonical_json
+from otel_agent_replay.capture import Redactor, canonical_json
 from otel_agent_replay.core import MAX_LINE_BYTES, StepKind
 from otel_agent_replay.core.attributes import (
     CALL_KEY,
@@ -53,6 +53,7 @@ from ._build import (
     text_or_none,
 )
 from ._read import TapeReader, paused_gc
+from ._redacted import redact_record
 from ._span import SpanRecord, int_or_none
 from ._values import Run, Step, Tape
 
@@ -65,8 +66,13 @@ __all__ = ["SpanRecord", "iter_spans", "load_tape"]
 _SpanKey = str  # trace id + span id: 32 + 16 hex digits (a str, unlike a tuple, is no work for the GC)
 
 
-def load_tape(path: str | os.PathLike[str], *, max_line_bytes: int = MAX_LINE_BYTES) -> Tape:
+def load_tape(
+    path: str | os.PathLike[str], *, max_line_bytes: int = MAX_LINE_BYTES, redactor: Redactor | None = None
+) -> Tape:
     """Load a tape file (any supported format, detected automatically) into a ``Tape``.
+
+    ``redactor``: every span's name, attributes and error read through it (``clean_attribute``), as
+    the commands that print, store or compare a tape do: a tape another tool wrote may hold secrets.
 
     Raises ``TapeNotFoundError`` when the file does not exist and ``TapeFormatError``
     (message ``file:line: what is wrong; the fix``) when it is malformed. An unterminated last
@@ -76,16 +82,22 @@ def load_tape(path: str | os.PathLike[str], *, max_line_bytes: int = MAX_LINE_BY
     """
     reader = TapeReader(os.fspath(path), max_line_bytes)
     with paused_gc():
-        runs = _RunBuilder(reader).build()
+        runs = _RunBuilder(reader, redactor).build()
     return Tape(path=reader.path, runs=runs, warnings=tuple(reader.warnings))
 
 
-def iter_spans(path: str | os.PathLike[str], *, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[SpanRecord]:
+def iter_spans(
+    path: str | os.PathLike[str], *, max_line_bytes: int = MAX_LINE_BYTES, redactor: Redactor | None = None
+) -> Iterator[SpanRecord]:
     """Every span of a trace file, in file order, whatever its kind (GenAI or not).
 
-    The lower layer of ``load_tape``: same format detection, same strictness, same warnings.
+    The lower layer of ``load_tape``: same format detection, same strictness, same warnings, the same
+    ``redactor``.
     """
-    return TapeReader(os.fspath(path), max_line_bytes).spans()
+    spans = TapeReader(os.fspath(path), max_line_bytes).spans()
+    if redactor is None:
+        return spans
+    return (redact_record(record, redactor) for record in spans)
 
 
 # --- spans → runs and steps ------------------------------------------------------
@@ -121,8 +133,9 @@ class _RunParts:
 class _RunBuilder:
     """Sorts the spans of one file into runs while it is read, then builds the runs."""
 
-    def __init__(self, reader: TapeReader) -> None:
+    def __init__(self, reader: TapeReader, redactor: Redactor | None = None) -> None:
         self.reader = reader
+        self.redactor = redactor
         self.runs: dict[str, _RunParts] = {}
         self.parents: dict[_SpanKey, str] = {}
         self.run_of_span: dict[_SpanKey, str] = {}
@@ -134,10 +147,11 @@ class _RunBuilder:
         """Read every span, then the runs in order of first appearance."""
         index = 0
         add = self._add
+        redactor = self.redactor
         for records in self.reader.batches():
             for record in records:
                 index += 1
-                add(index, record)
+                add(index, record if redactor is None else redact_record(record, redactor))
         if self.without_arguments:
             self.reader.warn(
                 f"{self.reader.path}: skipped {self.without_arguments} tool or model span(s) without recorded "

@@ -42,12 +42,18 @@ def _text(body: dict[str, Any]) -> str:
     return ""
 
 
-def stream_events(body: dict[str, Any]) -> list[bytes]:
+def _pieces(text: str, tiny: bool) -> list[str]:
+    """Bedrock's deltas: a word each (the space before it kept), or with ``tiny`` 4 characters each."""
+    if tiny:
+        return [text[i : i + 4] for i in range(0, len(text), 4)]
+    return [word if i == 0 else " " + word for i, word in enumerate(text.split(" "))]
+
+
+def stream_events(body: dict[str, Any], tiny: bool = False) -> list[bytes]:
     """The messages of a ConverseStream answer."""
-    words = f"You said: {_text(body)}".split(" ")
     messages = [event_message("messageStart", {"role": "assistant", "p": "abcdefgh"})]
-    for i, word in enumerate(words):
-        delta = {"contentBlockIndex": 0, "delta": {"text": word if i == 0 else " " + word}, "p": "abcd"}
+    for word in _pieces(f"You said: {_text(body)}", tiny):
+        delta = {"contentBlockIndex": 0, "delta": {"text": word}, "p": "abcd"}
         messages.append(event_message("contentBlockDelta", delta))
     messages.append(event_message("contentBlockStop", {"contentBlockIndex": 0, "p": "ab"}))
     messages.append(event_message("messageStop", {"stopReason": "end_turn", "p": "abcdef"}))
@@ -80,7 +86,7 @@ def invoke_answer(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def invoke_stream_chunks(body: dict[str, Any]) -> list[dict[str, Any]]:
+def invoke_stream_chunks(body: dict[str, Any], tiny: bool = False) -> list[dict[str, Any]]:
     """The model's own stream events that InvokeModelWithResponseStream wraps, one a message."""
     message = {
         **invoke_answer(body),
@@ -90,8 +96,8 @@ def invoke_stream_chunks(body: dict[str, Any]) -> list[dict[str, Any]]:
     }
     chunks: list[dict[str, Any]] = [{"type": "message_start", "message": message}]
     chunks.append({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
-    for i, word in enumerate(f"You said: {_anthropic_text(body)}".split(" ")):
-        delta = {"type": "text_delta", "text": word if i == 0 else " " + word}
+    for word in _pieces(f"You said: {_anthropic_text(body)}", tiny):
+        delta = {"type": "text_delta", "text": word}
         chunks.append({"type": "content_block_delta", "index": 0, "delta": delta})
     chunks.append({"type": "content_block_stop", "index": 0})
     stop = {"stop_reason": "end_turn", "stop_sequence": None}
@@ -101,10 +107,11 @@ def invoke_stream_chunks(body: dict[str, Any]) -> list[dict[str, Any]]:
     return chunks
 
 
-def invoke_stream_events(body: dict[str, Any]) -> list[bytes]:
+def invoke_stream_events(body: dict[str, Any], tiny: bool = False) -> list[bytes]:
     """The messages of an InvokeModelWithResponseStream answer: each chunk's JSON in base64."""
     encoded = [
-        base64.b64encode(json.dumps(c, separators=(",", ":")).encode()).decode() for c in invoke_stream_chunks(body)
+        base64.b64encode(json.dumps(c, separators=(",", ":")).encode()).decode()
+        for c in invoke_stream_chunks(body, tiny)
     ]
     return [event_message("chunk", {"bytes": b, "p": "abcd"}) for b in encoded]
 
@@ -140,11 +147,11 @@ class _Bedrock(CountingHandler):
             }
             self.reply(200, "application/json", json.dumps(answer).encode(), request_id)
         elif operation == "converse-stream":
-            self._event_stream(stream_events(body), request_id)
+            self._event_stream(stream_events(body, "tiny" in model), request_id)
         elif operation == "invoke":
             self.reply(200, "application/json", json.dumps(invoke_answer(body)).encode(), request_id)
         elif operation == "invoke-with-response-stream":
-            self._event_stream(invoke_stream_events(body), request_id)
+            self._event_stream(invoke_stream_events(body, "tiny" in model), request_id)
         else:
             self.reply(404, "application/json", b'{"message": "unknown operation"}')
 

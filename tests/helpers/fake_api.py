@@ -124,3 +124,11 @@ def words(text: str) -> list[str]:
     """A text cut into words that join back to it (each but the last keeps its space)."""
     parts = text.split(" ")
     return [w if i == len(parts) - 1 else w + " " for i, w in enumerate(parts)]
+
+
+def pieces(model: str, text: str) -> list[str]:
+    """How a fake provider streams ``text``: in words, or for a model named ``tiny…`` in 4-character
+    deltas (so a token in it is split across many events)."""
+    if "tiny" in model:
+        return [text[i : i + 4] for i in range(0, len(text), 4)]
+    return words(text)

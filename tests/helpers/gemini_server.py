@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from helpers.fake_api import FakeApi, Reply, Seen, json_reply, serve_api, words
+from helpers.fake_api import FakeApi, Reply, Seen, json_reply, pieces, serve_api
 
 _PATH = re.compile(r"/models/(?P<model>[^/:]+):(?P<method>\w+)$")
 _MODELS = re.compile(r"/v1(?:beta|alpha)?/models$")
@@ -60,7 +60,7 @@ def _answer(seen: Seen) -> Reply:
         text = json.dumps(_chunk(model, f"You said: {_user_text(body)}", last=True), indent=2) + "\n"
         return Reply(200, "application/json; charset=UTF-8", [text.encode()])  # indented, as Google writes it
     if method == "streamGenerateContent":
-        parts = words(f"You said: {_user_text(body)}")
+        parts = pieces(model, f"You said: {_user_text(body)}")
         events = [
             f"data: {json.dumps(_chunk(model, word, last=i == len(parts) - 1))}\r\n\r\n".encode()
             for i, word in enumerate(parts)

@@ -2,8 +2,9 @@
 
 Answers are deterministic and echo the last user message, so a changed prompt changes the answer.
 A request whose ``model`` is ``rate-limited`` gets the provider's 429 error body; ``flaky-once``
-gets a 500 when it is the provider's first request, then answers; ``tiny-deltas`` streams its chat
-answer in 4-character deltas with no pause. Every request
+gets a 500 when it is the provider's first request, then answers; a model named ``tiny…``
+(``tiny-deltas``) streams its answer (chat, responses, Anthropic) in 4-character deltas with no
+pause, and one named ``…bare…`` answers the user's text alone (no space of its own). Every request
 is counted (``FakeProvider.requests``), with its headers, so a test can prove a replay sent none.
 
 A quiz: a chat completion whose last user message starts ``quiz case=C version=V`` is answered
@@ -92,12 +93,21 @@ def _last_user_text(body: dict[str, Any]) -> str:
 
 
 def _answer(body: dict[str, Any]) -> str:
+    if "bare" in str(body.get("model", "")):  # model "tiny-bare": the user's text alone, with no space added
+        return _last_user_text(body)
     return f"You said: {_last_user_text(body)}"
 
 
 def _words(text: str) -> list[str]:
     words = text.split(" ")
     return [w if i == len(words) - 1 else w + " " for i, w in enumerate(words)]
+
+
+def _pieces(body: dict[str, Any], text: str) -> list[str]:
+    """A streamed answer's deltas: words, or for a model named ``tiny…`` 4-character pieces."""
+    if "tiny" in str(body.get("model", "")):
+        return [text[i : i + 4] for i in range(0, len(text), 4)]
+    return _words(text)
 
 
 def _wants_tool(body: dict[str, Any]) -> bool:
@@ -173,7 +183,7 @@ def chat_chunks(body: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield {**base, "choices": [{"index": 0, "delta": first, "finish_reason": None}]}
     answer = _answer(body)
     # model "tiny-deltas": 4-character deltas, so a token in the answer is split across many events
-    pieces = [answer[i : i + 4] for i in range(0, len(answer), 4)] if model == "tiny-deltas" else _words(answer)
+    pieces = _pieces(body, answer)
     for word in pieces:
         yield {**base, "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": None}]}
     yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
@@ -216,7 +226,7 @@ def response_events(body: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]
     created["output"] = []
     seq = 0
     yield "response.created", {"type": "response.created", "sequence_number": seq, "response": created}
-    for word in _words(_answer(body)):
+    for word in _pieces(body, _answer(body)):
         seq += 1
         yield (
             "response.output_text.delta",
@@ -285,7 +295,7 @@ def anthropic_events(body: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]
     block = {"type": "text", "text": ""}
     yield "content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}
     yield "ping", {"type": "ping"}
-    for word in _words(_answer(body)):
+    for word in _pieces(body, _answer(body)):
         delta = {"type": "text_delta", "text": word}
         yield "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}
     yield "content_block_stop", {"type": "content_block_stop", "index": 0}

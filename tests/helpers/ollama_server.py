@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from helpers.fake_api import FakeApi, Reply, Seen, json_reply, serve_api, words
+from helpers.fake_api import FakeApi, Reply, Seen, json_reply, pieces, serve_api
 
 CREATED_AT = "2026-12-01T00:00:00.000000Z"
 COUNTS = {"prompt_eval_count": 26, "eval_count": 6}
@@ -57,7 +57,7 @@ def _answer(seen: Seen) -> Reply:
         answer = f"You said: {_user_text(body)}"
         if body.get("stream") is False:
             return json_reply(200, _done(seen.path, model, answer), compact=True)
-        lines = [{**_part(seen.path, model, word), "done": False} for word in words(answer)]
+        lines = [{**_part(seen.path, model, word), "done": False} for word in pieces(model, answer)]
         lines.append(_done(seen.path, model, ""))
         chunks = [json.dumps(line, separators=(",", ":")).encode() + b"\n" for line in lines]
         return Reply(200, "application/x-ndjson", chunks, streamed=True)

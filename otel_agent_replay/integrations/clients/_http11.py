@@ -9,12 +9,12 @@ import contextlib
 import http
 import io
 import time
-import zlib
 from collections.abc import Iterable
 from typing import Any
 
 from otel_agent_replay.instrumentation import due_in
 
+from .._codings import decode
 from .._exchange import Stream
 from .._request import Request
 from .._wire import chunks, is_stream, offsets_ns, result_headers
@@ -155,19 +155,8 @@ def response_bytes(result: dict[str, Any], pace: bool = False) -> io.BufferedRea
 
 
 def decoded(content: bytes, encoding: str) -> tuple[bytes, bool]:
-    """A body without its gzip/deflate content coding (and whether it was undone)."""
-    coding = encoding.strip().lower()
-    try:
-        if coding in ("gzip", "x-gzip"):
-            return zlib.decompress(content, 16 + zlib.MAX_WBITS), True
-        if coding == "deflate":
-            try:
-                return zlib.decompress(content), True
-            except zlib.error:
-                return zlib.decompress(content, -zlib.MAX_WBITS), True
-    except zlib.error:
-        return content, False
-    return content, coding in ("", "identity")
+    """A body without its content codings (gzip, deflate, br, zstd), and whether they were undone."""
+    return decode(content, encoding)
 
 
 # --- the stream recorded as it passes ------------------------------------------------------------
