@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry.trace import INVALID_SPAN, Link
 
 from otel_agent_replay.capture import Capture, Limits
-from otel_agent_replay.core import DivergenceKind, ModelPolicy
+from otel_agent_replay.core import DivergenceKind, ModelPolicy, ReplayError
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import RunState, active_run, current_run, implicit_replay_run
 from otel_agent_replay.tape import Run, Tape
@@ -30,10 +31,16 @@ class RunBinder:
     """The runs of one replay's tape, handed to live runs in recorded order (the same input first)."""
 
     def __init__(
-        self, owner: object, options: ReplayOptions, tape: Tape | None, ledger: Ledger, capture: Capture
+        self,
+        owner: Callable[[], object | None],
+        options: ReplayOptions,
+        tape: Tape | None,
+        ledger: Ledger,
+        capture: Capture,
     ) -> None:
         self._owner = owner
-        """The session: the implicit run is opened as its run (``implicit_replay_run``)."""
+        """The session, weakly (a strong reference would be a cycle): the implicit run is opened as its run
+        (``implicit_replay_run``)."""
         self._options = options
         self._tape = tape
         self._ledger = ledger
@@ -122,7 +129,10 @@ class RunBinder:
                 with self._lock:
                     self._bound.append(implicit)
             else:
-                state = implicit_replay_run(self._owner, recorded.agent_name or None)
+                owner = self._owner()
+                if owner is None:
+                    raise ReplayError("this replay has ended; call doubles inside its block")
+                state = implicit_replay_run(owner, recorded.agent_name or None)
                 assert isinstance(state.replay, ReplayRun)
                 implicit = state.replay
                 implicit.state = state

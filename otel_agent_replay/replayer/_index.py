@@ -8,8 +8,8 @@ nth call), which tells drift from a miss. Safe under threads and asyncio.
 from __future__ import annotations
 
 import threading
-from collections import deque
-from collections.abc import Mapping
+from array import array
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,32 +31,71 @@ from otel_agent_replay.core import RecordedToolError, StepKind, TapeFormatError,
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.tape import Run, Step, StepError
 
+_TOOL = StepKind.TOOL.value
+
 
 class RunIndex:
-    """The recorded steps of one run, each served at most once."""
+    """The recorded steps of one run, each served at most once.
+
+    Held as positions in ``steps``: per call key the first unconsumed position and, per position, the
+    next one with the same key (an array), a consumed flag per position (a bytearray), per tool its
+    positions in seq order (an array). None of these is an object the garbage collector walks, so a
+    replay of a 100,000-step run adds three containers to the heap, not one queue per key, and a hit
+    costs the same on a large run as on a small one.
+    """
 
     def __init__(self, run: Run, *, include_models: bool = True) -> None:
         self.run = run
-        self.steps: tuple[Step, ...] = tuple(s for s in run.steps if include_models or s.kind == StepKind.TOOL)
-        self._by_key: dict[str, deque[Step]] = {}
-        self._by_tool: dict[str, list[Step]] = {}
-        for step in self.steps:
-            self._by_key.setdefault(step.call_key, deque()).append(step)
-            self._by_tool.setdefault(step.tool, []).append(step)
-        self._consumed: set[int] = set()
-        self._inside: dict[str, list[Step]] = {}
-        """A step's span id → the steps whose spans it encloses (the HTTP requests a tool's body made):
-        served with it when it is a hit, since its body does not run."""
-        for step in self.steps:
-            if step.parent_span_id:
-                self._inside.setdefault(step.parent_span_id, []).append(step)
+        self.steps: tuple[Step, ...] = run.steps if include_models else tuple(s for s in run.steps if s.kind == _TOOL)
+        steps = self.steps
+        self._head: dict[str, int] = {}
+        """Call key → the first position not yet taken by ``take`` (-1: none left)."""
+        self._next = array("q", bytes(8 * len(steps)))
+        """Position → the next position with the same call key (-1: the last)."""
+        self._by_tool: dict[str, array[int]] = {}
+        self._consumed = bytearray(len(steps))
+        self._inside: dict[str, array[int]] = {}
+        """A step's span id → the positions of the steps whose spans it encloses (the HTTP requests a tool's
+        body made): served with it when it is a hit, since its body does not run."""
+        self._chain(range(len(steps)), lambda i: steps[i].call_key)
+        for i, step in enumerate(steps):
+            positions = self._by_tool.get(step.tool)
+            if positions is None:
+                positions = self._by_tool[step.tool] = array("q")
+            positions.append(i)
+            parent = step.parent_span_id
+            if parent:
+                inner = self._inside.get(parent)
+                if inner is None:
+                    inner = self._inside[parent] = array("q")
+                inner.append(i)
         self._lock = threading.Lock()
-        self._keyed: dict[str, tuple[str, ...]] = _recorded_rules(self._by_tool)
+        self._keyed: dict[str, tuple[str, ...]] = _recorded_rules(steps)
         """Per tool, the key rules its keys were made with: recomputed with (``rekey``), or, when every
         step of the tool was recorded under one set of rules, those (absent: none)."""
-        self._stale = frozenset(s.tool for s in self.steps if s.attributes.get(A.KEY_IGNORE))
+        self._stale = frozenset(s.tool for s in steps if s.attributes.get(A.KEY_IGNORE))
         """Tools with steps recorded under key rules: their keys are recomputed even without rules now,
         unless all were recorded under the rules in force (``_keyed``)."""
+
+    def _chain(self, positions: Iterable[int], key_of: Callable[[int], str]) -> None:
+        """Link these positions, in this order, behind their keys (after any already linked)."""
+        head, nxt = self._head, self._next
+        tail: dict[str, int] = {}
+        for i in positions:
+            key = key_of(i)
+            last = tail.get(key)
+            if last is None:
+                first = head.get(key, -1)
+                if first < 0:
+                    head[key] = i
+                else:
+                    while nxt[first] >= 0:
+                        first = nxt[first]
+                    nxt[first] = i
+            else:
+                nxt[last] = i
+            nxt[i] = -1
+            tail[key] = i
 
     def keyed_otherwise(self, tool: str, patterns: tuple[str, ...]) -> bool:
         """Whether the tool's recorded keys were not made with these rules (a cheap check, no lock)."""
@@ -72,71 +111,89 @@ class RunIndex:
             if self._keyed.get(tool, () if tool not in self._stale else None) == patterns:
                 return
             self._keyed[tool] = patterns
-            for key in [k for k, queue in self._by_key.items() if queue and queue[0].tool == tool]:
-                del self._by_key[key]
-            for step in self._by_tool.get(tool, []):
-                value = normalize(step.args)
-                key = rules.key(tool, value, patterns) if patterns else key_from_json(tool, dumps_canonical(value))
-                self._by_key.setdefault(key, deque()).append(step)
+            steps = self.steps
+            for key in [k for k, i in self._head.items() if i >= 0 and steps[i].tool == tool]:
+                del self._head[key]
+            keys: dict[int, str] = {}
+            for i in self._by_tool.get(tool, ()):
+                value = normalize(steps[i].args)
+                keys[i] = rules.key(tool, value, patterns) if patterns else key_from_json(tool, dumps_canonical(value))
+            self._chain(keys, keys.__getitem__)
 
     def take(self, call_key: str) -> Step | None:
         """Consume and return the first unconsumed step with this key (a hit), or None."""
         with self._lock:
-            queue = self._by_key.get(call_key)
-            while queue:
-                step = queue.popleft()
-                if id(step) not in self._consumed:
-                    self._consumed.add(id(step))
-                    self._serve_inside(step)
-                    return step
+            i = self._head.get(call_key, -1)
+            consumed, nxt = self._consumed, self._next
+            while i >= 0:
+                after = nxt[i]
+                self._head[call_key] = after
+                if not consumed[i]:
+                    consumed[i] = 1
+                    if self._inside:
+                        self._serve_inside(i)
+                    return self.steps[i]
+                i = after
             return None
 
-    def _serve_inside(self, step: Step) -> None:
+    def _serve_inside(self, i: int) -> None:
         """Count the steps recorded inside a served step as served with it (under the lock)."""
-        pending = list(self._inside.get(step.span_id, ()))
+        inside, consumed, steps = self._inside, self._consumed, self.steps
+        pending = list(inside.get(steps[i].span_id, ()))
         while pending:
             inner = pending.pop()
-            if id(inner) not in self._consumed:
-                self._consumed.add(id(inner))
-                pending.extend(self._inside.get(inner.span_id, ()))
+            if not consumed[inner]:
+                consumed[inner] = 1
+                pending.extend(inside.get(steps[inner].span_id, ()))
 
     def has(self, call_key: str) -> bool:
         """Whether an unconsumed step has this key (a hit), without consuming it."""
         with self._lock:
-            return any(id(step) not in self._consumed for step in self._by_key.get(call_key, ()))
+            i = self._head.get(call_key, -1)
+            while i >= 0:
+                if not self._consumed[i]:
+                    return True
+                i = self._next[i]
+            return False
+
+    def _position(self, tool: str, n: int) -> int:
+        """The position of the tool's nth recorded call (1-based) if it is still unconsumed, else -1."""
+        recorded = self._by_tool.get(tool)
+        if recorded is not None and 0 < n <= len(recorded) and not self._consumed[recorded[n - 1]]:
+            return recorded[n - 1]
+        return -1
 
     def at_position(self, tool: str, n: int) -> Step | None:
         """The tool's nth recorded call (1-based) if it is still unconsumed, else None."""
         with self._lock:
-            recorded = self._by_tool.get(tool, [])
-            if 0 < n <= len(recorded) and id(recorded[n - 1]) not in self._consumed:
-                return recorded[n - 1]
-            return None
+            i = self._position(tool, n)
+            return self.steps[i] if i >= 0 else None
 
     def take_at_position(self, tool: str, n: int) -> Step | None:
         """Consume and return the tool's nth recorded call (1-based) if it is still unconsumed."""
         with self._lock:
-            recorded = self._by_tool.get(tool, [])
-            if 0 < n <= len(recorded) and id(recorded[n - 1]) not in self._consumed:
-                step = recorded[n - 1]
-                self._consumed.add(id(step))
-                self._serve_inside(step)
-                return step
-            return None
+            i = self._position(tool, n)
+            if i < 0:
+                return None
+            self._consumed[i] = 1
+            self._serve_inside(i)
+            return self.steps[i]
 
     def calls_of(self, tool: str) -> list[Step]:
         """Every recorded call of a tool, in seq order."""
-        return list(self._by_tool.get(tool, []))
+        steps = self.steps
+        return [steps[i] for i in self._by_tool.get(tool, ())]
 
     def unused(self) -> list[Step]:
         """Recorded steps never served, in seq order."""
         with self._lock:
-            return [s for s in self.steps if id(s) not in self._consumed]
+            consumed = self._consumed
+            return [s for i, s in enumerate(self.steps) if not consumed[i]]
 
     def nearest(self, tool: str, args: Any, limit: int = 3) -> list[tuple[Step, list[Difference]]]:
         """The recorded calls of a tool closest to ``args`` (fewest differing fields first)."""
         ranked = []
-        for step in self._by_tool.get(tool, []):
+        for step in self.calls_of(tool):
             changes = json_changes(step.args, args)
             ranked.append((len(changes), step.seq, step, changes))
         ranked.sort(key=lambda item: (item[0], item[1]))
@@ -215,13 +272,15 @@ def _json_attr(text: Any, kind: type) -> Any:
     return value if isinstance(value, kind) else None
 
 
-def _recorded_rules(by_tool: dict[str, list[Step]]) -> dict[str, tuple[str, ...]]:
+def _recorded_rules(steps: tuple[Step, ...]) -> dict[str, tuple[str, ...]]:
     """Per tool whose steps were all recorded under one set of key rules, that set: a replay with the
     same rules keeps the recorded keys instead of computing them again (the common case: a provider's
     ``@model_volatile`` preset, unchanged since the recording)."""
+    texts_of: dict[str, set[Any]] = {}
+    for step in steps:
+        texts_of.setdefault(step.tool, set()).add(step.attributes.get(A.KEY_IGNORE))
     found: dict[str, tuple[str, ...]] = {}
-    for tool, steps in by_tool.items():
-        texts = {s.attributes.get(A.KEY_IGNORE) for s in steps}
+    for tool, texts in texts_of.items():
         if len(texts) != 1:
             continue
         text = texts.pop()

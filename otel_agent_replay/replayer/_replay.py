@@ -60,6 +60,7 @@ from otel_agent_replay.tape import Run, Tape, load_tape
 from otel_agent_replay.timetravel import Edits, fork_tape_for
 
 from . import _children as children
+from . import _heap as heap
 from . import _network as network
 from . import _trust as trust
 from ._messages import Hints
@@ -118,6 +119,8 @@ class _Entered:
     recorder: record | None
     temp: Path | None
     http: HttpActivation | None = None
+    still: bool = False
+    """Whether this replay holds the heap still (``_heap``: a large tape)."""
 
 
 class replay(Scope[ReplaySession, _Entered]):
@@ -261,6 +264,7 @@ class replay(Scope[ReplaySession, _Entered]):
         options = self.options.with_project(project_settings())  # read at each start: a changed rule applies
         recorder: record | None = None
         temp: Path | None = None
+        still = False
         if path is not None and options.records(path.exists()):
             if options.record_mode == RecordMode.ALL:
                 temp = path.with_name(f".{path.name}.recording-{os.getpid()}")
@@ -269,6 +273,7 @@ class replay(Scope[ReplaySession, _Entered]):
             session = ReplaySession(options, None, str(path), recording=True)
         else:
             tape = self.source if isinstance(self.source, Tape) else self._load(path)
+            still = heap.is_large(tape)
             self._check_age(tape)
             self._check_not_empty(tape, options)
             fork_tape = self._fork_tape(options, tape)
@@ -278,6 +283,8 @@ class replay(Scope[ReplaySession, _Entered]):
             session = ReplaySession(options, tape, tape.path, recording=False, fork_tape=fork_tape)
             replay_started(session)
         token = current_replay.set(session)
+        if still:
+            heap.held_still.enter()
         if not session.recording:
             trust.install()
         if session.network_guard is not None:
@@ -290,7 +297,7 @@ class replay(Scope[ReplaySession, _Entered]):
             if options.http
             else None
         )
-        return session, _Entered(session, token, recorder, temp, http)
+        return session, _Entered(session, token, recorder, temp, http, still)
 
     @staticmethod
     def _fork_tape(options: ReplayOptions, tape: Tape) -> Path | None:
@@ -366,4 +373,8 @@ class replay(Scope[ReplaySession, _Entered]):
                     os.replace(temp, path)
                 else:
                     temp.unlink(missing_ok=True)
-        entered.session.finish(error)
+        try:
+            entered.session.finish(error)
+        finally:
+            if entered.still:
+                heap.held_still.exit()

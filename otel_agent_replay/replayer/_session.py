@@ -11,7 +11,9 @@ import asyncio
 import dataclasses
 import inspect
 import threading
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -99,30 +101,35 @@ class ReplaySession:
         self.fork_state = ForkState(options.then_policy, fork_tape)
         self._decider = Decider(options, self.ledger, tape, tape_path, self.fork_state)
         self._lock = threading.Lock()
-        self._runs = RunBinder(self, options, tape, self.ledger, self.capture)
+        self._runs = RunBinder(weakref.ref(self), options, tape, self.ledger, self.capture)
         self._appender: Appender | None = None
         self.closed = False
         self.on_run_end: Callable[[Span, object], None] | None = None
         """Called with the run span (still open: attributes and events may go on it) and the output
         as each replayed run ends; the regression run evaluates there."""
 
+        # What the guard and the watch call back names the ledger and the path, not the session: the
+        # session is then in no reference cycle and is freed (with its index and its report) as soon as
+        # it is dropped, not by a full collection of the garbage collector in a later replay.
+        ledger = self.ledger
+
         def describe() -> str:
-            return str(self.tape_path)
+            return str(tape_path)
 
         self.network_guard: NetworkGuard | None = (
             NetworkGuard(
                 options.allow_hosts,
                 describe,
-                self._blocked,
+                partial(_blocked, ledger),
                 options.passthrough_hosts,
-                lambda: self.ledger.bump("loopback_connections"),
+                partial(ledger.bump, "loopback_connections"),
             )
             if options.guards_network and not recording
             else None
         )
         """The network guard of a strict replay (see ``_network``), or None."""
         self.child_watch: ChildWatch | None = (
-            None if recording else ChildWatch(describe, lambda: self.ledger.bump("child_processes"))
+            None if recording else ChildWatch(describe, partial(ledger.bump, "child_processes"))
         )
         """Counts the processes started from this replay's context (see ``_children``); None while recording."""
 
@@ -347,11 +354,6 @@ class ReplaySession:
     def _count_recorded(self, spec: ToolSpec) -> int:
         return self.ledger.count_recorded(spec, self._decider.read_only(spec))
 
-    def _blocked(self, error: NetworkBlocked) -> None:
-        self.ledger.bump("blocked_connections")
-        where = f"{error.host}:{error.port}" if error.port is not None else error.host
-        self.ledger.fail(error, "", where, 0, None)
-
     def _from_tape(self, decision: Decision, spec: ToolSpec) -> Any:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         if decision.has_override:
@@ -415,6 +417,13 @@ class ReplaySession:
         # a fork or an edit changes the path on purpose: what was not used is in the report, not a failure
         if unused and not self.options.allow_unused and not self.fork_state.forked and not self.options.edit:
             raise unused_error(unused, self.tape_path, self.options.hints)
+
+
+def _blocked(ledger: Ledger, error: NetworkBlocked) -> None:
+    """A connection the network guard refused: counted, and the replay fails at its end."""
+    ledger.bump("blocked_connections")
+    where = f"{error.host}:{error.port}" if error.port is not None else error.host
+    ledger.fail(error, "", where, 0, None)
 
 
 def _runs_live(serving: Serving | Recorded) -> bool:

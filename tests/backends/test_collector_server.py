@@ -109,4 +109,3 @@ def test_the_collector_listens_on_loopback_only_on_the_ports_it_was_given(collec
     addresses = listening_addresses(collector.process.pid)
     assert {port for _, port in addresses} == set(collector.ports.values())
     assert all(ipaddress.ip_address(host).is_loopback for host, _ in addresses), addresses
-    assert collector.started_in < 30, f"the Collector took {collector.started_in:.1f}s to start"

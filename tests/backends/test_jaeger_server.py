@@ -235,7 +235,6 @@ def test_jaeger_listens_on_loopback_only_on_the_ports_it_was_given(jaeger: Jaege
     assert {port for _, port in addresses} == set(jaeger.ports.values())
     for host, _ in addresses:
         assert ipaddress.ip_address(host).is_loopback, addresses
-    assert jaeger.started_in < 30, f"Jaeger took {jaeger.started_in:.1f}s to answer"
     assert "v2.13.0" in jaeger.log.read_text()  # the pinned release, as scripts/servers.sh built it
     assert list(jaeger.badger_dir.glob("*/MANIFEST")), "Badger keeps its files where the config says"
 

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -64,11 +65,8 @@ def test_an_explicit_endpoint_gets_every_span_of_the_recording(tape: Path) -> No
 
 def test_refused_connections_the_agent_finishes_with_a_warning_and_a_count(tape: Path) -> None:
     port = closed_port()
-    started = time.monotonic()
     with pytest.warns(OtlpWarning) as warned, record(tape, otlp=f"http://127.0.0.1:{port}") as rec:
         run_id = _agent(steps=4)
-    elapsed = time.monotonic() - started
-    assert elapsed < 3.0, f"the recording took {elapsed:.1f}s to end with the endpoint down"
     (run,) = load_tape(tape).runs
     assert run.run_id == run_id and run.complete and len(run.steps) == 4  # the tape has every span
     stats = rec.otlp_stats
@@ -103,20 +101,22 @@ def test_a_long_recording_logs_the_failure_once_and_keeps_going(
 
 
 def test_a_slow_endpoint_holds_up_neither_the_agent_nor_the_end_of_the_recording(tape: Path) -> None:
-    with http_receiver(delay=3.0) as (url, got):
-        started = time.monotonic()
-        with (
-            pytest.warns(OtlpWarning, match="unanswered after 0.5s"),
-            record(tape, otlp=url, otlp_flush_timeout=0.5) as rec,
-        ):
-            step_started = time.monotonic()
-            _agent(steps=3)
-            agent_time = time.monotonic() - step_started
-        elapsed = time.monotonic() - started
-    assert agent_time < 0.5, f"the agent itself took {agent_time:.2f}s"
-    assert elapsed < 2.5, f"the recording took {elapsed:.1f}s to end with a slow endpoint"
+    hold = threading.Event()  # the endpoint answers only once the test lets it, after the recording
+    with http_receiver(hold=hold) as (url, got):
+        try:
+            with (
+                pytest.warns(OtlpWarning, match="unanswered after 0.5s"),
+                record(tape, otlp=url, otlp_flush_timeout=0.5) as rec,
+            ):
+                _agent(steps=3)
+                agent_done_unanswered = not got.answered.is_set()
+            ended_unanswered = not got.answered.is_set()
+            stats = rec.otlp_stats  # as the recording left them, before the answer comes
+        finally:
+            hold.set()
+    assert agent_done_unanswered, "the agent waited for the endpoint's answer"
+    assert ended_unanswered, "the end of the recording waited for the endpoint's answer"
     assert len(raw_spans(tape)) == 4
-    stats = rec.otlp_stats
     assert stats is not None and stats.queued == 4 and stats.exported == 0 and stats.unconfirmed == 4
     assert len(got.spans()) == 4  # they were sent; the answer never came in time
 

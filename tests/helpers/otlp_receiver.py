@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.server
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from concurrent import futures
@@ -30,6 +31,8 @@ class Received:
     requests: list[ExportTraceServiceRequest] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    answered: threading.Event = field(default_factory=threading.Event)
+    """Set once the receiver has answered a request (see ``http_receiver(hold=...)``)."""
 
     def spans(self) -> list[Span]:
         """Every span of every request, in arrival order."""
@@ -66,11 +69,14 @@ def attrs_of(span: Span) -> dict[str, Any]:
 
 
 @contextmanager
-def http_receiver(delay: float = 0.0, status: int = 200) -> Iterator[tuple[str, Received]]:
+def http_receiver(
+    delay: float = 0.0, status: int = 200, hold: threading.Event | None = None
+) -> Iterator[tuple[str, Received]]:
     """An OTLP/HTTP receiver on 127.0.0.1; yields its base URL and what it received.
 
-    ``delay`` makes each answer wait that many seconds (a slow backend); ``status`` is the
-    HTTP status it answers with.
+    ``delay`` makes each answer wait that many seconds (a slow backend); ``hold`` makes each answer wait
+    until the event is set (at most a minute), so a test can tell what happened before the backend
+    answered by ``Received.answered``, not by the clock; ``status`` is the HTTP status it answers with.
     """
     got = Received()
 
@@ -85,6 +91,8 @@ def http_receiver(delay: float = 0.0, status: int = 200) -> Iterator[tuple[str, 
             got.headers.append({k.lower(): v for k, v in self.headers.items()})
             if delay:
                 time.sleep(delay)
+            if hold is not None:
+                hold.wait(60)
             payload = ExportTraceServiceResponse().SerializeToString() if status == 200 else b"no thanks"
             try:
                 self.send_response(status)
@@ -94,6 +102,7 @@ def http_receiver(delay: float = 0.0, status: int = 200) -> Iterator[tuple[str, 
                 self.wfile.write(payload)
             except OSError:
                 pass  # the client gave up waiting
+            got.answered.set()
 
         def log_message(self, *args: object) -> None:
             pass

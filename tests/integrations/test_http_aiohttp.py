@@ -8,7 +8,6 @@ import asyncio
 import gzip
 import json
 import os
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,6 +19,7 @@ import litellm
 import openai
 import orjson
 import pytest
+from helpers.clock import VirtualClock, virtual_clock
 from helpers.model_server import fake_provider
 from helpers.rawtape import raw_spans
 from helpers.rest_server import rest_api
@@ -341,23 +341,32 @@ def test_a_consumer_that_stops_early_ends_the_step_with_what_arrived(tape: Path)
     assert again == live == EVENTS[0].encode() == events[0]["text"].encode()
 
 
-def test_pace_recorded_hands_out_a_replayed_stream_at_its_recorded_offsets(tape: Path) -> None:
-    async def timed(url: str) -> tuple[float, list[bytes]]:
+def test_pace_recorded_hands_out_a_replayed_stream_at_its_recorded_offsets(
+    tape: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def timed(url: str, clock: VirtualClock | None = None) -> list[tuple[float, bytes]]:
         async with aiohttp.ClientSession() as session, session.get(url + "/events?gap=0.04") as response:
-            started = time.monotonic()
-            chunks = [chunk async for chunk in response.content.iter_any()]
-            return time.monotonic() - started, chunks
+            start = clock.seconds() if clock is not None else 0.0
+            return [
+                (clock.seconds() - start if clock is not None else 0.0, chunk)
+                async for chunk in response.content.iter_any()
+            ]
 
     with stream_server() as server:
         with record(tape), agent_run("paced"):
-            _, live = _run(lambda: timed(server.url))
-        with replay(tape, pace="recorded"):
-            paced, slow = _run(lambda: timed(server.url))
-        with replay(tape):
-            at_once, fast = _run(lambda: timed(server.url))
+            live = [c for _, c in _run(lambda: timed(server.url))]
+        with virtual_clock(monkeypatch) as clock:
+            with replay(tape, pace="recorded"):
+                paced = _run(lambda: timed(server.url, clock))
+            clock.sleeps.clear()
+            with replay(tape):
+                at_once = _run(lambda: timed(server.url, clock))
+            assert clock.sleeps == []  # not paced: nothing waited for
         assert len(server.requests) == 1
     (span,) = [s for s in raw_spans(tape) if s.attrs.get(A.KIND) == "http"]
     offsets = [e["offset"] for e in orjson.loads(span.attrs[A.GEN_AI_TOOL_CALL_RESULT])["events"]]
     assert offsets[-1] - offsets[0] >= 0.15  # six events 40 ms apart
+    slow, fast = [c for _, c in paced], [c for _, c in at_once]
     assert slow == fast == [e.encode() for e in EVENTS] and b"".join(live) == b"".join(slow)
-    assert paced >= offsets[-1] - offsets[0] and at_once < 0.1
+    assert [when for when, _ in paced] == pytest.approx(offsets, abs=1e-6)  # each event when it was due
+    assert [when for when, _ in at_once] == [0.0] * len(EVENTS)

@@ -7,7 +7,6 @@ import asyncio
 import importlib.abc
 import sys
 import threading
-import time
 import warnings
 from pathlib import Path
 from types import ModuleType
@@ -17,6 +16,7 @@ import httpx
 import httpx2
 import orjson
 import pytest
+from helpers.clock import VirtualClock, virtual_clock
 from helpers.model_server import fake_provider
 from helpers.rawtape import raw_spans
 
@@ -228,45 +228,52 @@ def test_an_event_stream_still_open_when_its_run_ends_reaches_the_tape(tape: Pat
 
 
 @pytest.mark.parametrize("module", [httpx, httpx2], ids=["httpx", "httpx2"])
-def test_pace_recorded_hands_out_a_replayed_event_stream_at_its_recorded_offsets(module: ModuleType) -> None:
+def test_pace_recorded_hands_out_a_replayed_event_stream_at_its_recorded_offsets(
+    module: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
     events = [{"offset": 0.05 * i, "text": f"data: {i}\n\n"} for i in range(5)]
     result = {"status": 200, "headers": {"content-type": "text/event-stream"}, "events": events}
     request = module.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    due = [e["offset"] for e in events]
 
-    def timed(pace: bool) -> tuple[float, list[bytes]]:
-        started = time.monotonic()
-        chunks = list(build_response(module, result, request, pace=pace).iter_raw())
-        return time.monotonic() - started, chunks
+    with virtual_clock(monkeypatch) as clock:
 
-    async def timed_async() -> float:
-        started = time.monotonic()
-        async for _ in build_response(module, result, request, pace=True).aiter_raw():
-            pass
-        return time.monotonic() - started
+        def timed(pace: bool) -> tuple[list[float], list[bytes]]:
+            start = clock.seconds()
+            got = [(clock.seconds() - start, c) for c in build_response(module, result, request, pace=pace).iter_raw()]
+            return [when for when, _ in got], [c for _, c in got]
 
-    at_once, fast = timed(False)
-    paced, slow = timed(True)
+        at_once, fast = timed(False)
+        assert clock.sleeps == []  # not paced: nothing waited for
+        paced, slow = timed(True)
+
+        async def timed_async() -> list[float]:
+            start = clock.seconds()
+            paced_stream = build_response(module, result, request, pace=True)
+            return [clock.seconds() - start async for _ in paced_stream.aiter_raw()]
+
+        paced_async = asyncio.run(timed_async())
     assert fast == slow == [e["text"].encode() for e in events]
-    assert at_once < 0.05 and 0.2 <= paced < 1.0
-    assert 0.2 <= asyncio.run(timed_async()) < 1.0
+    assert at_once == [0.0] * 5
+    assert paced == pytest.approx(due, abs=1e-6) and paced_async == pytest.approx(due, abs=1e-6)
 
 
-def test_a_recorded_stream_replays_paced_end_to_end(tape: Path) -> None:
-    def chunks(url: str) -> list[bytes]:
+def test_a_recorded_stream_replays_paced_end_to_end(tape: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def chunks(url: str, clock: VirtualClock | None = None) -> list[tuple[float, bytes]]:
         with httpx2.Client() as client, client.stream("POST", url + "/v1/chat/completions", json=BODY) as response:
-            return list(response.iter_raw())
+            start = clock.seconds() if clock is not None else 0.0
+            return [(clock.seconds() - start if clock is not None else 0.0, c) for c in response.iter_raw()]
 
     with fake_provider() as fp:
         with record(tape), agent_run("paced"):
             live = chunks(fp.url)
-        started = time.monotonic()
-        with replay(tape, pace="recorded"):
-            replayed = chunks(fp.url)
-        took = time.monotonic() - started
+        with virtual_clock(monkeypatch) as clock, replay(tape, pace="recorded"):
+            replayed = chunks(fp.url, clock)
     (span,) = [s for s in raw_spans(tape) if s.attrs.get(A.KIND) == "llm"]
-    last = orjson.loads(span.attrs[A.MODEL_RESULT])["events"][-1]["offset"]
-    assert last > 0.005 and took >= last  # the provider spaced its first events 2 ms apart
-    assert b"".join(replayed) == b"".join(live)
+    offsets = [e["offset"] for e in orjson.loads(span.attrs[A.MODEL_RESULT])["events"]]
+    assert offsets[-1] > 0.005  # the provider spaced its first events 2 ms apart
+    assert [when for when, _ in replayed] == pytest.approx(offsets, abs=1e-6)  # each event when it was due
+    assert b"".join(c for _, c in replayed) == b"".join(c for _, c in live)
 
 
 def test_a_client_library_that_is_not_installed_is_looked_for_once() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 import pytest
+from helpers.clock import VirtualClock, virtual_clock
 from helpers.rawtape import steps_of
 
 from otel_agent_replay import agent_run, load_tape, model_call, record, replay, tool
@@ -142,24 +143,26 @@ def test_a_consumer_that_stops_after_3_chunks_works_on_record_and_replay(tape: P
     assert all(s.error is None for s in steps)
 
 
-def test_pace_recorded_hands_out_chunks_at_their_recorded_offsets(tape: Path) -> None:
+def test_pace_recorded_hands_out_chunks_at_their_recorded_offsets(tape: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     @tool(side_effect="read_only")
     def slow(n: int) -> Iterator[int]:
         for i in range(n):
             time.sleep(0.05)
             yield i
 
-    with record(tape), agent_run("a"):
-        assert list(slow(4)) == [0, 1, 2, 3]
-    started = time.monotonic()
-    with replay(tape), agent_run("a"):
-        assert list(slow(4)) == [0, 1, 2, 3]
-    at_once = time.monotonic() - started
-    started = time.monotonic()
-    with replay(tape, pace="recorded"), agent_run("a"):
-        assert list(slow(4)) == [0, 1, 2, 3]
-    paced = time.monotonic() - started
-    assert at_once < 0.1 <= 0.19 <= paced
+    def timed(clock: VirtualClock) -> list[float]:
+        start = clock.seconds()
+        return [clock.seconds() - start for _ in slow(4)]
+
+    with virtual_clock(monkeypatch) as clock:
+        with record(tape), agent_run("a"):
+            assert timed(clock) == pytest.approx([0.05, 0.10, 0.15, 0.20])
+        clock.sleeps.clear()
+        with replay(tape), agent_run("a"):
+            assert timed(clock) == [0, 0, 0, 0]  # at once: nothing waited for
+        assert clock.sleeps == []
+        with replay(tape, pace="recorded"), agent_run("a"):
+            assert timed(clock) == pytest.approx([0.05, 0.10, 0.15, 0.20], abs=1e-6)  # each when it was due
 
 
 def test_a_tool_called_between_chunks_is_not_nested_under_the_stream(tape: Path) -> None:
