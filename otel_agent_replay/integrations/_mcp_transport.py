@@ -32,6 +32,7 @@ from otel_agent_replay.core import RecordMode, SideEffect, StepKind
 from otel_agent_replay.instrumentation import StepInFlight, ToolSpec, current_replay, prepare, start_step, step_run
 
 from ._context import SUPPRESS_HTTP_KEY
+from ._mcp_effects import note_tape_streams
 
 _TRANSPORTS = (
     ("mcp.client.stdio", "stdio_client"),
@@ -189,6 +190,7 @@ async def _from_tape(session: Any, extras: tuple[Any, ...] = ()) -> AsyncIterato
 
     to_client_send, to_client = anyio.create_memory_object_stream[Any](16)
     from_client, from_client_receive = anyio.create_memory_object_stream[Any](16)
+    note_tape_streams(to_client, from_client)  # a session over these reaches no live server
 
     async def refuse(**_: Any) -> Any:
         raise McpError("no MCP server runs during a strict replay: the tape answers", -32601)
