@@ -18,8 +18,10 @@ from typing import Any
 
 from otel_agent_replay.core import DECLARABLE_SIDE_EFFECTS, ConfigurationError, SideEffect, SideEffectName
 
+from ._imports import unwatch, watch
 from ._mcp import patch_mcp, unpatch_mcp
 from ._mcp_effects import mcp_side_effect_rules, rules_from
+from ._mcp_transport import MODULES as MCP_MODULES
 from ._mcp_transport import patch_transports
 from ._routes import HttpRoute, routes_for
 from .providers import DEFAULT_ROUTES
@@ -88,7 +90,7 @@ class HttpActivation:
                     _unpatch_mcp()
 
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # an import inside a patch may run the import hook's patch
 _active: list[HttpActivation] = []
 _restores: list[Restore] = []
 _patchers: list[Callable[[], list[Restore]]] = []
@@ -192,10 +194,20 @@ _mcp_restores: list[Restore] = []
 
 
 def _patch_mcp() -> None:
+    """MCP's capture points for what of ``mcp`` is imported now; what is imported later, inside the block
+    (or in another thread), is patched as its import finishes (``_imports``)."""
     if not _mcp_restores:
-        patch_mcp()
         _mcp_restores.append(unpatch_mcp)
-        _mcp_restores.extend(patch_transports())
+        _mcp_restores.append(unwatch)
+        watch(MCP_MODULES, _imported)
+    patch_mcp()
+    _mcp_restores.extend(patch_transports())
+
+
+def _imported(name: str) -> None:
+    with _lock:
+        if _mcp_restores:
+            _patch_mcp()
 
 
 def _unpatch_mcp() -> None:

@@ -67,9 +67,10 @@ _saved: list[tuple[type, str, object]] = []
 
 
 def patch_mcp() -> None:
-    """Patch ``ClientSession`` if ``mcp`` is imported (called under the activation lock)."""
+    """Patch ``ClientSession`` if ``mcp`` is imported and it is not patched yet (called under the activation
+    lock, at a block's start and again when an MCP module is first imported inside a block)."""
     module = sys.modules.get("mcp.client.session")
-    if module is None:
+    if module is None or _saved:  # not imported yet (the import hook calls again), or patched already
         return
     cls = module.ClientSession
     types = sys.modules.get("mcp.types") or sys.modules.get("mcp_types")
