@@ -59,6 +59,9 @@ class ToolSpec:
     """The argument that names the model of a model step (a Gemini or Bedrock route: the URL's model)."""
     operation: str | None = None
     """A model step's ``gen_ai.operation.name`` when it is not ``chat`` (``embeddings``)."""
+    vouched: bool = True
+    """Whether code or the live world says ``side_effect`` (False: only a tape's text does, as for an MCP
+    tool listed read-only by a tape with no live server to ask; served from the tape, never run live)."""
     binder: Binder = field(init=False, compare=False, repr=False)
     """Binds a call to the signature (see ``canonical.make_binder``); made from the fields above."""
     # Derived once, so the step path compares a bool and writes plain strings (an enum's class

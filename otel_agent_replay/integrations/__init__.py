@@ -10,8 +10,9 @@ records or answers it. ``activate()`` is called by ``record()`` and ``replay()``
 from __future__ import annotations
 
 from . import clients as _clients  # noqa: F401 (registers the clients' capture points)
-from ._activation import HttpActivation, HttpSettings, activate, patched, side_effect_rules
+from ._activation import HttpActivation, HttpSettings, activate, hold_mcp, patched, side_effect_rules
 from ._context import suppressed
+from ._mcp_effects import mcp_side_effect_rules
 from ._routes import HttpRoute
 from .providers import DEFAULT_ROUTES as MODEL_ROUTES
 
@@ -21,6 +22,8 @@ __all__ = [
     "HttpRoute",
     "HttpSettings",
     "activate",
+    "hold_mcp",
+    "mcp_side_effect_rules",
     "patched",
     "side_effect_rules",
     "suppressed",

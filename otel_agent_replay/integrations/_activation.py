@@ -18,7 +18,10 @@ from typing import Any
 
 from otel_agent_replay.core import DECLARABLE_SIDE_EFFECTS, ConfigurationError, SideEffect, SideEffectName
 
+from ._imports import unwatch, watch
 from ._mcp import patch_mcp, unpatch_mcp
+from ._mcp_effects import mcp_side_effect_rules, rules_from
+from ._mcp_transport import MODULES as MCP_MODULES
 from ._mcp_transport import patch_transports
 from ._routes import HttpRoute, routes_for
 from .providers import DEFAULT_ROUTES
@@ -38,6 +41,8 @@ class HttpSettings:
     """``(pattern, side effect)``: a pattern is ``fnmatch`` text over ``{METHOD} {host}{path}``."""
     models: bool = True
     """Model routes are model steps (``http_models=False``: they are plain HTTP steps)."""
+    mcp_side_effects: tuple[tuple[str, SideEffect], ...] = ()
+    """``(pattern, side effect)``: a pattern is ``fnmatch`` text over ``server/tool`` (``mcp_side_effects=``)."""
 
     def side_effect(self, tool: str, method: str) -> SideEffect:
         """An HTTP step's side effect: the first ``http_side_effects=`` rule that matches, else by method."""
@@ -81,9 +86,11 @@ class HttpActivation:
             _active.remove(self)
             if not _active:
                 _unpatch()
+                if not _mcp_holders:
+                    _unpatch_mcp()
 
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # an import inside a patch may run the import hook's patch
 _active: list[HttpActivation] = []
 _restores: list[Restore] = []
 _patchers: list[Callable[[], list[Restore]]] = []
@@ -130,10 +137,13 @@ def activate(
     *,
     http_models: bool = True,
     http_side_effects: Mapping[str, SideEffect | SideEffectName] | None = None,
+    mcp_side_effects: Mapping[str, SideEffect | SideEffectName] | None = None,
 ) -> HttpActivation:
     """Patch the capture points (if not yet patched) for a record or replay block; ``close()`` the result."""
     routes = routes_for(http_routes, DEFAULT_ROUTES) if http_models else ()
-    activation = HttpActivation(HttpSettings(routes, side_effect_rules(http_side_effects), http_models))
+    activation = HttpActivation(
+        HttpSettings(routes, side_effect_rules(http_side_effects), http_models, mcp_side_effect_rules(mcp_side_effects))
+    )
     with _lock:
         if not _active:
             _patch()
@@ -141,10 +151,28 @@ def activate(
     return activation
 
 
+def hold_mcp() -> Restore:
+    """Patch MCP's capture points alone (if not yet patched), for a live ``conform`` call's gate; the
+    returned callable lets go (the last holder of MCP, block or gate, puts the originals back)."""
+    held = [True]
+    with _lock:
+        _mcp_holders.append(held)
+        _patch_mcp()
+
+    def release() -> None:
+        with _lock:
+            if held in _mcp_holders:
+                _mcp_holders.remove(held)
+            if not _mcp_holders and not _active:
+                _unpatch_mcp()
+
+    return release
+
+
 def patched() -> bool:
     """True while some block holds the capture points patched."""
     with _lock:
-        return bool(_restores)
+        return bool(_restores or _mcp_restores)
 
 
 def settings() -> HttpSettings | None:
@@ -153,10 +181,42 @@ def settings() -> HttpSettings | None:
     return active[-1].settings if active else None
 
 
-def _patch() -> None:
+def _mcp_rules() -> tuple[tuple[str, SideEffect], ...]:
+    active = _active
+    return active[-1].settings.mcp_side_effects if active else ()
+
+
+rules_from(_mcp_rules)
+
+
+_mcp_holders: list[list[bool]] = []
+_mcp_restores: list[Restore] = []
+
+
+def _patch_mcp() -> None:
+    """MCP's capture points for what of ``mcp`` is imported now; what is imported later, inside the block
+    (or in another thread), is patched as its import finishes (``_imports``)."""
+    if not _mcp_restores:
+        _mcp_restores.append(unpatch_mcp)
+        _mcp_restores.append(unwatch)
+        watch(MCP_MODULES, _imported)
     patch_mcp()
-    _restores.append(unpatch_mcp)
-    _restores.extend(patch_transports())
+    _mcp_restores.extend(patch_transports())
+
+
+def _imported(name: str) -> None:
+    with _lock:
+        if _mcp_restores:
+            _patch_mcp()
+
+
+def _unpatch_mcp() -> None:
+    while _mcp_restores:
+        _mcp_restores.pop()()
+
+
+def _patch() -> None:
+    _patch_mcp()
     for patch in _patchers:
         _restores.extend(patch())
 

@@ -2,17 +2,17 @@
 step (so the tools' annotations are known offline).
 
 Patched on ``mcp.client.session.ClientSession`` (the 1.x API, and what the 2.x ``Client`` calls), only
-when ``mcp`` is already imported, only while a record or replay is active. The side effect comes
-from the server's ``ToolAnnotations``: ``readOnlyHint`` true → ``read_only``; ``destructiveHint``
-true → ``write``; otherwise (or a tool never listed) ``external``. In a replay a tool that is not
-read-only is refused before anything is sent: it never reaches the server.
+when ``mcp`` is imported, only while a record or replay is active. The side effect comes from the
+user's ``mcp_side_effects=`` or the server's ``ToolAnnotations`` (``readOnlyHint`` true → ``read_only``;
+``destructiveHint`` true → ``write``; otherwise, or a tool never listed, ``external``), per connection,
+the tape only narrowing (``_mcp_effects``). In a replay a tool that is not read-only is refused before
+anything is sent: it never reaches the server.
 """
 
 from __future__ import annotations
 
 import inspect
 import sys
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +20,7 @@ from otel_agent_replay.core import SideEffect, StepKind
 from otel_agent_replay.instrumentation import ToolSpec, call_recorded_async
 
 from ._context import replaying
+from ._mcp_effects import forget, learn, note_server, side_effect
 
 LIST_TOOLS = "mcp.list_tools"
 """The step name of ``list_tools``."""
@@ -30,16 +31,13 @@ def _arguments(**arguments: Any) -> Any:
 
 
 _SIGNATURE = inspect.signature(_arguments)
-_lock = threading.Lock()
-_effects: dict[str, SideEffect] = {}
-"""What the listings seen in this process say of each tool (cleared when the last block ends)."""
-_specs: dict[tuple[str, SideEffect], ToolSpec] = {}
+_specs: dict[tuple[str, SideEffect, bool], ToolSpec] = {}
 
 
-def _spec(name: str, effect: SideEffect) -> ToolSpec:
-    spec = _specs.get((name, effect))
+def _spec(name: str, effect: SideEffect, vouched: bool = True) -> ToolSpec:
+    spec = _specs.get((name, effect, vouched))
     if spec is None:
-        spec = _specs[(name, effect)] = ToolSpec(
+        spec = _specs[(name, effect, vouched)] = ToolSpec(
             name=name,
             kind=StepKind.TOOL,
             side_effect=effect,
@@ -49,33 +47,9 @@ def _spec(name: str, effect: SideEffect) -> ToolSpec:
             leave_out=frozenset(),
             signature=_SIGNATURE,
             is_async=True,
+            vouched=vouched,
         )
     return spec
-
-
-def _hint(annotations: object, snake: str, camel: str) -> bool:
-    value = getattr(annotations, snake, None)
-    if value is None:
-        value = getattr(annotations, camel, None)
-    return value is True
-
-
-def side_effect_of(tool: object) -> SideEffect:
-    """A listed MCP tool's side effect, from its annotations."""
-    annotations = getattr(tool, "annotations", None)
-    if annotations is not None and _hint(annotations, "read_only_hint", "readOnlyHint"):
-        return SideEffect.READ_ONLY
-    if annotations is not None and _hint(annotations, "destructive_hint", "destructiveHint"):
-        return SideEffect.WRITE
-    return SideEffect.EXTERNAL
-
-
-def _learn(result: object) -> None:
-    with _lock:
-        for tool in getattr(result, "tools", None) or ():
-            name = getattr(tool, "name", None)
-            if isinstance(name, str):
-                _effects[name] = side_effect_of(tool)
 
 
 def _rebuild(result: object, model: type[Any]) -> Any:
@@ -93,9 +67,10 @@ _saved: list[tuple[type, str, object]] = []
 
 
 def patch_mcp() -> None:
-    """Patch ``ClientSession`` if ``mcp`` is imported (called under the activation lock)."""
+    """Patch ``ClientSession`` if ``mcp`` is imported and it is not patched yet (called under the activation
+    lock, at a block's start and again when an MCP module is first imported inside a block)."""
     module = sys.modules.get("mcp.client.session")
-    if module is None:
+    if module is None or _saved:  # not imported yet (the import hook calls again), or patched already
         return
     cls = module.ClientSession
     types = sys.modules.get("mcp.types") or sys.modules.get("mcp_types")
@@ -103,10 +78,14 @@ def patch_mcp() -> None:
     list_result = getattr(types, "ListToolsResult", None)
     if call_result is None or list_result is None:
         return
-    for attr, wrapper in (
-        ("call_tool", _call_tool_wrapper(cls.call_tool, call_result)),
-        ("list_tools", _list_tools_wrapper(cls.list_tools, list_result)),
-    ):
+    list_tools = cls.list_tools
+    wrappers: list[tuple[str, Callable[..., Any]]] = [
+        ("call_tool", _call_tool_wrapper(cls.call_tool, call_result, list_tools)),
+        ("list_tools", _list_tools_wrapper(list_tools, list_result)),
+    ]
+    if "initialize" in cls.__dict__:
+        wrappers.append(("initialize", _initialize_wrapper(cls.initialize)))
+    for attr, wrapper in wrappers:
         _saved.append((cls, attr, cls.__dict__[attr]))
         setattr(cls, attr, wrapper)
 
@@ -116,21 +95,42 @@ def unpatch_mcp() -> None:
     while _saved:
         cls, attr, original = _saved.pop()
         setattr(cls, attr, original)
-    with _lock:
-        _effects.clear()
+    forget()
 
 
-def _call_tool_wrapper(original: Callable[..., Any], model: type[Any]) -> Callable[..., Any]:
+async def _list_all(list_tools: Callable[..., Any], client: Any) -> Any:
+    """Every page of the live server's listing (the original ``list_tools``: not a step)."""
+    result = await list_tools(client)
+    tools = list(getattr(result, "tools", None) or ())
+    cursor = getattr(result, "next_cursor", None) or getattr(result, "nextCursor", None)
+    types = sys.modules.get("mcp.types")
+    params = getattr(types, "PaginatedRequestParams", None)
+    for _ in range(100):  # a server that pages forever is not asked past 100 pages
+        if not cursor:
+            break
+        page = await (list_tools(client, params=params(cursor=cursor)) if params else list_tools(client, cursor))
+        tools.extend(getattr(page, "tools", None) or ())
+        cursor = getattr(page, "next_cursor", None) or getattr(page, "nextCursor", None)
+    return _Listing(tools)
+
+
+class _Listing:
+    def __init__(self, tools: list[Any]) -> None:
+        self.tools = tools
+
+
+def _call_tool_wrapper(
+    original: Callable[..., Any], model: type[Any], list_tools: Callable[..., Any]
+) -> Callable[..., Any]:
     async def call_tool(self: Any, name: str, arguments: dict[str, Any] | None = None, *args: Any, **kw: Any) -> Any:
-        with _lock:
-            effect = _effects.get(name, SideEffect.EXTERNAL)
-        spec = _spec(name, effect)
+        session = replaying()
+        effect, vouched = await side_effect(self, name, session, lambda: _list_all(list_tools, self))
+        spec = _spec(name, effect, vouched)
         given = dict(arguments or {})
 
         async def live(**_: Any) -> Any:
             return await original(self, name, arguments, *args, **kw)
 
-        session = replaying()
         if session is None:
             return await call_recorded_async(spec, live, (), given)
         return _rebuild(await session.call_async(spec, live, (), given), model)
@@ -147,7 +147,10 @@ def _list_tools_wrapper(original: Callable[..., Any], model: type[Any]) -> Calla
         cursor = first if isinstance(first, str) else getattr(first, "cursor", None)  # 1.x: a cursor; 2.x: params
         given = {"cursor": cursor} if cursor is not None else {}
 
+        ran: list[bool] = []
+
         async def live(**_: Any) -> Any:
+            ran.append(True)
             return await original(self, *args, **kw)
 
         session = replaying()
@@ -158,8 +161,18 @@ def _list_tools_wrapper(original: Callable[..., Any], model: type[Any]) -> Calla
             absorb = getattr(self, "_absorb_tool_listing", None)
             if callable(absorb) and isinstance(result, model):
                 result = absorb(result, complete=cursor is None and getattr(result, "next_cursor", None) is None)
-        _learn(result)
+        learn(self, result, live=bool(ran))  # a listing the tape served can only narrow
         return result
 
     list_tools.__wrapped__ = original  # type: ignore[attr-defined]
     return list_tools
+
+
+def _initialize_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+    async def initialize(self: Any, *args: Any, **kw: Any) -> Any:
+        result = await original(self, *args, **kw)
+        note_server(self, result)  # 1.x keeps no server name of its own
+        return result
+
+    initialize.__wrapped__ = original  # type: ignore[attr-defined]
+    return initialize

@@ -32,6 +32,7 @@ from otel_agent_replay.core import RecordMode, SideEffect, StepKind
 from otel_agent_replay.instrumentation import StepInFlight, ToolSpec, current_replay, prepare, start_step, step_run
 
 from ._context import SUPPRESS_HTTP_KEY
+from ._mcp_effects import note_tape_streams
 
 _TRANSPORTS = (
     ("mcp.client.stdio", "stdio_client"),
@@ -39,6 +40,8 @@ _TRANSPORTS = (
     ("mcp.client.streamable_http", "streamablehttp_client"),
     ("mcp.client.sse", "sse_client"),
 )
+_OURS = "__agent_replay_transport__"
+"""Marks a transport generator put in place here (so a second patch leaves it)."""
 _SESSION_LEVEL = frozenset({"tools/call", "tools/list"})
 """Requests that are steps at the session level (``_mcp``): never recorded again here."""
 _HANDSHAKE_VOLATILE = ("clientInfo", "capabilities", "protocolVersion", "_meta")
@@ -189,6 +192,7 @@ async def _from_tape(session: Any, extras: tuple[Any, ...] = ()) -> AsyncIterato
 
     to_client_send, to_client = anyio.create_memory_object_stream[Any](16)
     from_client, from_client_receive = anyio.create_memory_object_stream[Any](16)
+    note_tape_streams(to_client, from_client)  # a session over these reaches no live server
 
     async def refuse(**_: Any) -> Any:
         raise McpError("no MCP server runs during a strict replay: the tape answers", -32601)
@@ -252,6 +256,7 @@ def _transport(original: Callable[..., Any]) -> Callable[..., Any]:
             if tokens:
                 otel_context.detach(tokens.pop())
 
+    setattr(transport, _OURS, True)
     return transport
 
 
@@ -272,15 +277,19 @@ def _extras(original: Callable[..., Any]) -> tuple[Any, ...]:
     return (_no_session_id,) if len(yielded) == 3 else ()
 
 
+MODULES = frozenset(module for module, _ in _TRANSPORTS) | {"mcp.client.session"}
+"""The modules whose first import inside a block patches MCP then (``_activation``'s import hook)."""
+
+
 def patch_transports() -> list[Callable[[], None]]:
-    """Swap each importable transport's generator function; returns the undos."""
+    """Swap each imported transport's generator function not swapped yet; returns the undos."""
     undos: list[Callable[[], None]] = []
     for module_name, attr in _TRANSPORTS:
         module = sys.modules.get(module_name)
         helper = getattr(module, attr, None) if module is not None else None
         cells = getattr(helper, "__closure__", None) or ()
         cell = next((c for c in cells if inspect.isasyncgenfunction(_contents(c))), None)
-        if cell is None:
+        if cell is None or getattr(cell.cell_contents, _OURS, False):  # missing, or swapped already
             continue
         original = cell.cell_contents
         cell.cell_contents = _transport(original)

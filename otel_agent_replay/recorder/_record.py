@@ -54,7 +54,13 @@ from otel_agent_replay.instrumentation import (
     recording_started,
     warn_if_replay_active,
 )
-from otel_agent_replay.integrations import HttpActivation, HttpRoute, activate, side_effect_rules
+from otel_agent_replay.integrations import (
+    HttpActivation,
+    HttpRoute,
+    activate,
+    mcp_side_effect_rules,
+    side_effect_rules,
+)
 from otel_agent_replay.store import Store
 
 from ._foreign import ResourceRedaction, is_ours, is_run_span, redacted_span
@@ -231,6 +237,8 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
     it matches a model route, else an HTTP step ``{METHOD} {host}{path}``); ``http=False`` records none,
     ``http_models=False`` makes model requests plain HTTP steps, ``http_routes`` adds model routes and
     ``http_side_effects`` (``"METHOD host/path"`` patterns → side effect) declares what a request does.
+    ``mcp_side_effects`` (``"server/tool"`` patterns → side effect) declares an MCP tool's, over what its
+    server's annotations say.
     """
 
     def __init__(
@@ -253,6 +261,7 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         http_models: bool = True,
         http_routes: Iterable[HttpRoute] = (),
         http_side_effects: Mapping[str, SideEffect | SideEffectName] | None = None,
+        mcp_side_effects: Mapping[str, SideEffect | SideEffectName] | None = None,
     ) -> None:
         super().__init__()
         if store is not None and not isinstance(store, (Store, str, os.PathLike)):
@@ -289,6 +298,7 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
             if not isinstance(route, HttpRoute):
                 raise ConfigurationError(f"record(http_routes=[..., {route!r}]): give HttpRoute values")
         self.http_side_effects = dict(side_effect_rules(http_side_effects))
+        self.mcp_side_effects = dict(mcp_side_effect_rules(mcp_side_effects))
 
     def _start(self) -> tuple[Recording, tuple[Recording, Token[object | None]]]:
         warn_if_replay_active(f"record({str(self.path)!r})")
@@ -307,7 +317,12 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         recording_started(rec)
         rec.agent = self.agent
         rec.http = (
-            activate(self.http_routes, http_models=self.http_models, http_side_effects=self.http_side_effects)
+            activate(
+                self.http_routes,
+                http_models=self.http_models,
+                http_side_effects=self.http_side_effects,
+                mcp_side_effects=self.mcp_side_effects,
+            )
             if self.http
             else None
         )

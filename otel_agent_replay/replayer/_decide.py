@@ -32,7 +32,7 @@ from otel_agent_replay.tape import Step, Tape
 from otel_agent_replay.timetravel import Edits, ForkState
 
 from ._ledger import Ledger
-from ._messages import declaration_changed, drift_error, miss_error, ordinal, refused_error
+from ._messages import declaration_changed, drift_error, miss_error, ordinal, refused_error, unvouched
 from ._options import ReplayOptions
 from ._runs import ReplayRun
 from ._serving import Decision
@@ -134,6 +134,7 @@ class Decider:
             return Decision("fallback", fake=fake)
         if self._new_episodes and read_only and not spec.is_llm:
             self.ledger.bump("steps", "tape_misses")
+            self._check_vouched(spec, run_id, n, seq)
             self._check_declaration(spec, run_id, n, seq)
             return Decision("live", append=True)
         if self._out_of_bounds and not spec.is_llm:
@@ -194,7 +195,7 @@ class Decider:
                 n,
                 seq,
             )
-        if read_only:
+        if read_only and spec.vouched:
             self.ledger.bump("steps")  # the session counts the live call as it serves it
             return Decision("live")
         index = bound.index
@@ -205,8 +206,16 @@ class Decider:
                 self.ledger.bump("steps", "tape_hits", "stubbed_side_effects")
                 return Decision("tape", step=step)
         self.ledger.bump("steps", "refused_side_effects")
+        if read_only:  # read-only by a tape's word alone
+            self.ledger.fail(SideEffectRefused(unvouched(name)), run_id, name, n, seq)
         declared = spec.side_effect or self.options.declared.get(name)
         self.ledger.fail(refused_error(name, declared, run_id, self.options.hints), run_id, name, n, seq)
+
+    def _check_vouched(self, spec: ToolSpec, run_id: str, n: int, seq: int) -> None:
+        """A tool read-only by a tape's word alone never runs live."""
+        if not spec.vouched:
+            self.ledger.bump("refused_side_effects")
+            self.ledger.fail(SideEffectRefused(unvouched(spec.name)), run_id, spec.name, n, seq)
 
     @staticmethod
     def _is_miss(bound: ReplayRun, name: str, n: int, call_key: str) -> bool:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from otel_agent_replay.core import SideEffect, SideEffectRefused, StepKind
 from otel_agent_replay.instrumentation import ToolSpec, current_replay, replay_ended, replay_started
+from otel_agent_replay.integrations import hold_mcp
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Link, Span
@@ -37,12 +38,14 @@ class LiveGate:
         self.refused: list[str] = []
         """The tools refused, in call order (a name per refused call)."""
         self._token: Any = None
+        self._release: Callable[[], None] = _nothing
 
     @property
     def pace(self) -> bool:
         return False
 
     def __enter__(self) -> LiveGate:
+        self._release = hold_mcp()  # an MCP client's call_tool in the body is asked too
         self._token = current_replay.set(self)
         replay_started(self)
         return self
@@ -50,9 +53,10 @@ class LiveGate:
     def __exit__(self, *exc: object) -> None:
         replay_ended(self)
         current_replay.reset(self._token)
+        self._release()
 
     def _refusal(self, spec: ToolSpec, where: str = "") -> SideEffectRefused | None:
-        if spec.kind != StepKind.TOOL or spec.side_effect == SideEffect.READ_ONLY:
+        if spec.kind != StepKind.TOOL or (spec.side_effect == SideEffect.READ_ONLY and spec.vouched):
             return None
         self.refused.append(spec.name)
         effect = spec.side_effect.value if spec.side_effect is not None else "undeclared"
@@ -102,3 +106,7 @@ class LiveGate:
 
     def end_run(self, output: object, span: Span) -> None:
         return None
+
+
+def _nothing() -> None:
+    pass

@@ -180,3 +180,14 @@ def declaration_changed(tool: str, recorded: str, declared: str) -> str:
         f"the recorded declaration wins, so its miss does not run live in mode 'new_episodes'. If it really "
         f"only reads now, say so: replay(..., declare={{{tool!r}: {declared!r}}}), or re-record the tape (mode='all')"
     )
+
+
+def unvouched(tool: str) -> str:
+    """The text of a refusal of a tool that only a tape's text calls read-only, where it would run live."""
+    return (
+        f"{tool} would run live here, but only the tape's text says it is read-only (no live server listed it in "
+        f"this process and no declaration says so), so it was refused and never ran: a tape may make a tool "
+        f"stricter, never more permissive. If it really only reads, declare it: replay(..., "
+        f"mcp_side_effects={{'SERVER/{tool}': 'read_only'}}), or let its live server be reached so its own "
+        f"listing can say so"
+    )

@@ -39,7 +39,7 @@ from otel_agent_replay.core import (
     choice,
 )
 from otel_agent_replay.instrumentation import positive_seconds
-from otel_agent_replay.integrations import HttpRoute, side_effect_rules
+from otel_agent_replay.integrations import HttpRoute, mcp_side_effect_rules, side_effect_rules
 
 from ._messages import API_HINTS, Hints
 
@@ -121,6 +121,10 @@ class ReplayOptions:
     http_side_effects: Mapping[str, SideEffect | SideEffectName] = field(default_factory=dict)
     """``"METHOD host/path"`` patterns (fnmatch) → the side effect of the HTTP steps they match (by default
     ``GET``, ``HEAD`` and ``OPTIONS`` are read-only and every other method is external)."""
+    mcp_side_effects: Mapping[str, SideEffect | SideEffectName] = field(default_factory=dict)
+    """``"server/tool"`` patterns (fnmatch; the server's name from its handshake) → an MCP tool's side effect,
+    over its server's annotations; by default the live server's annotations decide, and a tape's listing
+    can only make a tool stricter."""
     then: Then | ThenName = Then.RAISE
     """At the first divergence: ``raise`` (strict), ``live`` (fork: that call and later ones run live; a
     tool that is not read-only stays under the side-effect policy) or ``fallbacks`` (later calls go to
@@ -173,6 +177,7 @@ class ReplayOptions:
             raise ConfigurationError(f"replay(edit={self.edit!r}): give a mapping of step id → value or exception")
         put(self, "edit", MappingProxyType(dict(self.edit)))
         put(self, "http_side_effects", MappingProxyType(dict(side_effect_rules(self.http_side_effects))))
+        put(self, "mcp_side_effects", MappingProxyType(dict(mcp_side_effect_rules(self.mcp_side_effects))))
         hosts = (self.passthrough,) if isinstance(self.passthrough, str) else tuple(self.passthrough)
         if not all(isinstance(h, str) and h for h in hosts):
             raise ConfigurationError(f"replay(passthrough={self.passthrough!r}): give hosts, as 'host' or 'host:port'")

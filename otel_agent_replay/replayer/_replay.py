@@ -167,6 +167,8 @@ class replay(Scope[ReplaySession, _Entered]):
     :param http_models: False makes requests to model routes plain HTTP steps.
     :param http_routes: more model routes (``HttpRoute``), checked before the default ones.
     :param http_side_effects: ``"METHOD host/path"`` patterns → side effect of the HTTP steps they match.
+    :param mcp_side_effects: ``"server/tool"`` patterns → an MCP tool's side effect, over what its server's
+        annotations say (the server's name from its handshake; a tape's listing can only make a tool stricter).
     :param then: at the first divergence, ``"raise"`` (strict, the default), ``"live"`` (fork: that call and
         later ones run live; a tool that is not read-only stays under the side-effect policy) or ``"fallbacks"``
         (later calls go to the fakes of ``fallbacks=``); ``session.fork`` says where it forked.
@@ -207,6 +209,7 @@ class replay(Scope[ReplaySession, _Entered]):
         http_models: bool | None = None,
         http_routes: Iterable[HttpRoute] | None = None,
         http_side_effects: Mapping[str, SideEffect | SideEffectName] | None = None,
+        mcp_side_effects: Mapping[str, SideEffect | SideEffectName] | None = None,
         passthrough: Iterable[str] | None = None,
         then: Then | ThenName | None = None,
         edit: Mapping[str, Any] | None = None,
@@ -239,6 +242,7 @@ class replay(Scope[ReplaySession, _Entered]):
             "http_models": http_models,
             "http_routes": None if http_routes is None else tuple(http_routes),
             "http_side_effects": http_side_effects,
+            "mcp_side_effects": mcp_side_effects,
             "passthrough": passthrough,
             "then": then,
             "edit": edit,
@@ -293,7 +297,12 @@ class replay(Scope[ReplaySession, _Entered]):
             agent_commit()  # its ``git rev-parse`` (once per process) is ours, not a process the agent started
             children.install()
         http = (
-            activate(options.http_routes, http_models=options.http_models, http_side_effects=options.http_side_effects)
+            activate(
+                options.http_routes,
+                http_models=options.http_models,
+                http_side_effects=options.http_side_effects,
+                mcp_side_effects=options.mcp_side_effects,
+            )
             if options.http
             else None
         )
