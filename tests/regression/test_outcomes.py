@@ -64,3 +64,33 @@ def test_repetitions_are_judged_on_outcomes_not_on_the_write_tools_arguments(
     assert verdicts["worse"].verdict == CaseVerdict.REGRESSED
     assert verdicts["worse"].candidate.divergences > verdicts["worse"].baseline.divergences > 0
     assert verdicts["same"].candidate.divergences == 0
+
+
+@pytest.mark.parametrize("broken", ["lost_key", "says_nothing", "says_empty"])
+def test_a_judge_that_raises_or_returns_nothing_is_an_error_never_a_pass(
+    broken: str, provider: FakeProvider, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = notes.record_suite(tmp_path / "suite", ("same",), provider.url)
+    db = str(tmp_path / "evidence.db")
+
+    def regress_cli(version: str, judge: str, *more: str) -> int:
+        argv = ["regress", str(suite), "--agent", f"helpers.notes_agent:notes_{version}", "--agent-version", version]
+        return main([*argv, "--db", db, "--evaluator", f"helpers.notes_agent:{judge}", "--repeat", "5", *more])
+
+    assert regress_cli("v1", "right_answer", "--json") == 0
+    capsys.readouterr()
+    assert regress_cli("v2", broken, "--fail-on", "error", "--baseline", "v1") == 1
+    printed = capsys.readouterr()
+    assert "of 5 run(s) 0 passed, 0 failed, 5 error (not judged)" in printed.out
+    assert f"error: evaluator helpers.notes_agent:{broken}" in printed.out
+    assert "--fail-on error:" in printed.err and "1 case(s)" in printed.err
+
+    assert main(["report", "--db", db, "--compare", "v1", "v2", "--fail-on", "regressed"]) == 0
+    assert "1 case(s) could not be judged" in capsys.readouterr().err, "an error is never silently a pass"
+    assert main(["report", "--db", db, "--compare", "v1", "v2", "--json"]) == 0
+    (case,) = orjson.loads(capsys.readouterr().out)["cases"]["cases"]
+    assert case["verdict"] == "error", "never pass"
+    candidate = next(v for v in case["versions"] if v["version"] == "v2")
+    assert candidate["errors"] == 5 and candidate["runs"] == 0 and candidate["judge_errors"]
+    assert main(["report", "--db", db, "--compare", "v1", "v2", "--fail-on", "error"]) == 1
+    assert "error" in capsys.readouterr().out
