@@ -29,7 +29,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from otel_agent_replay.comparison import RunView
-from otel_agent_replay.core import ConfigurationError
+from otel_agent_replay.core import ConfigurationError, visible
 from otel_agent_replay.regression import Evaluator, RegressResult, no_out_of_bounds, regress, rescore, tool_success
 from otel_agent_replay.store import CaseVerdict, Evaluation, Store, report_rows
 
@@ -112,6 +112,9 @@ def _case_json(result: RegressResult) -> list[dict[str, Any]]:
             "session_id": c.session_id,
             "status": c.status,
             "passed": c.passed,
+            "outcome": c.outcome,
+            "divergences": c.divergences,
+            "drift": c.drift,
             "out_of_bounds": list(c.out_of_bounds),
             "error": c.error,
             "problems": list(c.problems),
@@ -158,6 +161,7 @@ def _cmd_regress(args: argparse.Namespace, out: Console, err: Console) -> int:
             repeat=args.repeat,
             workers=args.workers,
             shard=args.shard,
+            drift=args.drift,
         )
         baseline = args.baseline or result.baseline
         if args.json:
@@ -198,12 +202,18 @@ def _result_json(result: RegressResult, baseline: str | None) -> dict[str, Any]:
         "repeat": result.repeat,
         "shard": None if result.shard is None else f"{result.shard[0]}/{result.shard[1]}",
         "out_of_bounds_calls": result.out_of_bounds_calls,
+        "runs": {"passed": len(result.passed), "failed": len(result.failed), "error": len(result.errored)},
+        "divergences": result.divergences,
         "by_case": [
             {
                 "recorded_session": c.recorded_session,
                 "runs": c.runs,
                 "passes": c.passes,
+                "fails": c.fails,
+                "errors": c.errors,
+                "divergences": c.divergences,
                 "failed_repetitions": list(c.failed_repetitions),
+                "errored_repetitions": list(c.errored_repetitions),
             }
             for c in result.by_case()
         ],
@@ -225,46 +235,78 @@ def _regressed_quietly(
     return 1 if report.regressed or report.failing(fail_on) else 0
 
 
+def _tally(result: RegressResult) -> str:
+    """``8 passed, 3 failed, 1 error (a judge could not judge)`` of a regress call's runs."""
+    text = f"{len(result.passed)} passed, {len(result.failed)} failed"
+    if result.errored:
+        text += f", [red]{len(result.errored)} error[/red] (not judged)"
+    return text
+
+
+def _divergences(result: RegressResult) -> str:
+    drift = sum(c.drift for c in result.cases)
+    return (
+        f"{result.out_of_bounds_calls} out-of-bounds call(s), {drift} drifted call(s) "
+        f"({result.divergences} divergence(s) answered and counted)"
+    )
+
+
+def _print_problems(result: RegressResult, out: Console) -> None:
+    """The first lines of what went wrong, each once: the agent's errors, then the judges'."""
+    seen = sorted({c.error.splitlines()[0] for c in result.cases if c.error})[:5]
+    for text in seen:
+        out.print(f"      [yellow]{escape(visible(text, newlines=False))}[/yellow]")
+    for problem in sorted({p for c in result.cases for p in c.problems})[:5]:
+        out.print(f"      [red]error:[/red] {escape(visible(problem, newlines=False))}")
+
+
 def _print_repeated(result: RegressResult, out: Console) -> None:
     per_case = result.by_case()
     runs = sum(c.runs for c in per_case)
     shard = f" (shard {result.shard[0]}/{result.shard[1]})" if result.shard else ""
     out.print(
-        f"[bold]regress[/bold] {escape(result.agent_version)} on {len(per_case)} recorded session(s){shard}, "
-        f"{result.repeat} run(s) each: {runs - len(result.failed)} of {runs} run(s) passed, "
-        f"{result.out_of_bounds_calls} out-of-bounds call(s)"
+        f"[bold]regress[/bold] {escape(visible(result.agent_version))} on {len(per_case)} recorded session(s)"
+        f"{shard}, {result.repeat} run(s) each: of {runs} run(s) {_tally(result)}; {_divergences(result)}"
     )
     for c in per_case:
-        mark = (
-            "[green]pass[/green]" if c.passes == c.runs else "[yellow]some[/yellow]" if c.passes else "[red]fail[/red]"
-        )
+        if c.errors:
+            mark = "[red]error[/red]"
+        elif c.passes == c.runs:
+            mark = "[green]pass[/green]"
+        else:
+            mark = "[yellow]some[/yellow]" if c.passes else "[red]fail[/red]"
         failed = f"  failed repetitions: {', '.join(map(str, c.failed_repetitions))}" if c.failed_repetitions else ""
-        out.print(f"  {mark} {escape(c.recorded_session)}: {c.passes}/{c.runs} passed{failed}")
-    for error in sorted({c.error.splitlines()[0] for c in result.cases if c.error})[:5]:
-        out.print(f"      [yellow]{escape(error)}[/yellow]")
+        errored = f"  not judged: {', '.join(map(str, c.errored_repetitions))}" if c.errored_repetitions else ""
+        out.print(
+            f"  {mark} {escape(visible(c.recorded_session))}: {c.passes}/{c.runs} passed, {c.errors} error, "
+            f"{c.divergences} divergence(s){failed}{errored}"
+        )
+    _print_problems(result, out)
 
 
 def _print_cases(result: RegressResult, out: Console) -> None:
     if result.repeat > 1:
         _print_repeated(result, out)
         return
+    baseline = f" (baseline {escape(visible(result.baseline))})" if result.baseline else ""
     out.print(
-        f"[bold]regress[/bold] {escape(result.agent_version)} on {len(result.cases)} recorded session(s)"
-        f"{' (baseline ' + escape(result.baseline) + ')' if result.baseline else ''}: "
-        f"{len(result.cases) - len(result.failed)} passed, {len(result.failed)} failed, "
-        f"{result.out_of_bounds_calls} out-of-bounds call(s)"
+        f"[bold]regress[/bold] {escape(visible(result.agent_version))} on {len(result.cases)} recorded session(s)"
+        f"{baseline}: {_tally(result)}, {_divergences(result)}"
     )
     for c in result.cases:
-        mark = "[green]pass[/green]" if c.passed else "[red]fail[/red]"
-        oob = f"  out of bounds: {escape(', '.join(c.out_of_bounds))}" if c.out_of_bounds else ""
-        out.print(f"  {mark} {escape(c.recorded_session)} → {escape(c.session_id or '-')} ({c.status}){oob}")
+        mark = {"pass": "[green]pass[/green]", "fail": "[red]fail[/red]", "error": "[red]error[/red]"}[c.outcome]
+        oob = f"  out of bounds: {escape(visible(', '.join(c.out_of_bounds)))}" if c.out_of_bounds else ""
+        drift = f"  {c.divergences} divergence(s)" if c.divergences else ""
+        session = escape(visible(c.session_id or "-"))
+        out.print(f"  {mark} {escape(visible(c.recorded_session))} → {session} ({c.status}){drift}{oob}")
         for e in c.evaluations:
             if e.passed is False:
-                out.print(f"      {escape(e.metric)}: {escape(e.explanation or 'failed')}")
+                why = visible(e.explanation or "failed", newlines=False)
+                out.print(f"      {escape(visible(e.metric))}: {escape(why)}")
         if c.error:
-            out.print(f"      [yellow]{escape(c.error.splitlines()[0])}[/yellow]")
+            out.print(f"      [yellow]{escape(visible(c.error.splitlines()[0]))}[/yellow]")
         for problem in c.problems:
-            out.print(f"      [yellow]{escape(problem)}[/yellow]")
+            out.print(f"      [red]error:[/red] {escape(visible(problem, newlines=False))}")
 
 
 def _rescore(args: argparse.Namespace, evaluators: list[Evaluator], out: Console, err: Console) -> int:
@@ -355,6 +397,13 @@ def register(sub: Any) -> None:
     cmd.add_argument("--workers", type=int, default=1, metavar="N", help="run the runs in N processes (default 1)")
     cmd.add_argument(
         "--shard", metavar="I/N", help="run only the I-th of N deterministic slices of the cases (a CI matrix)"
+    )
+    cmd.add_argument(
+        "--drift",
+        choices=("count", "fail"),
+        default="count",
+        help="a tool called with other arguments than recorded: answered and counted, the run judged by the "
+        "evaluators (count, the default), or the run fails (fail)",
     )
     cmd.add_argument("--baseline", metavar="V", help="compare with this version (default: the recorded runs' version)")
     cmd.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")

@@ -97,8 +97,8 @@ def add_verdict_arguments(cmd: argparse.ArgumentParser) -> None:
         "--fail-on",
         action="append",
         metavar="VERDICT",
-        help="exit 1 when a case gets this verdict between --compare's versions: regressed (the CI gate), fixed, "
-        "flaky, fail, pass, unknown; repeatable or comma-separated",
+        help="exit 1 when a case gets this verdict between --compare's versions: regressed (the CI gate), error "
+        "(a judge could not judge), fixed, flaky, fail, pass, unknown; repeatable or comma-separated",
     )
     cmd.add_argument("--alpha", type=float, default=0.05, help="level of Fisher's exact test per case (0.05)")
     cmd.add_argument("--confidence", type=float, default=0.95, help="of the Wilson interval of a pass rate (0.95)")
@@ -148,6 +148,12 @@ def print_report(
         sys.stdout.write(text)
         sys.stdout.flush()
     failing = report.failing(fail_on)
+    unjudged = report.failing((CaseVerdict.ERROR,))
+    if unjudged and CaseVerdict.ERROR not in fail_on and err is not None:
+        err.print(
+            f"[yellow]warning:[/yellow] {len(unjudged)} case(s) could not be judged (verdict error: a judge raised "
+            "or gave no verdict); gate on them with --fail-on error"
+        )
     if failing and err is not None:
         names = ", ".join(v.value for v in fail_on)
         err.print(f"[red]--fail-on {escape(names)}:[/red] {len(failing)} case(s): {escape(', '.join(failing))}")

@@ -129,6 +129,18 @@ class MissPolicy(Choice):
     """Answer ``{"error": "unexpected_tool_call", "tool": name}`` and go on: an out-of-bounds replay."""
 
 
+class DriftPolicy(Choice):
+    """What a replay does with drift: a call of a tool the tape has at this position, with other arguments."""
+
+    RAISE = "raise"
+    """Fail with ``TapeDrift`` (strict)."""
+    COUNT = "count"
+    """Answer the call as a repetition does and go on, counting it (``drift_events`` and the report): a
+    read-only tool the tape cannot answer with these arguments gets its fallback or, under
+    ``on_miss="error_result"``, the out-of-bounds answer; a stubbed tool that is not read-only gets its
+    fallback or its recorded call at this position (it never runs). A model call's drift still raises."""
+
+
 class DivergenceKind(Choice):
     """One vocabulary for what differs: a replay's report and ``compare``'s differences.
 
@@ -171,6 +183,7 @@ ModelPolicyName = Literal["tape", "live"]
 OutsidePolicyName = Literal["refuse", "read_only"]
 StalePolicyName = Literal["warn", "error"]
 MissPolicyName = Literal["raise", "error_result"]
+DriftPolicyName = Literal["raise", "count"]
 PaceName = Literal["none", "recorded"]
 ThenName = Literal["raise", "live", "fallbacks"]
 NetworkPolicyName = Literal["block", "allow"]

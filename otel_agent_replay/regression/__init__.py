@@ -9,6 +9,7 @@ sessions again under new criteria. Evaluators are plain callables over a ``RunVi
 
 from __future__ import annotations
 
+from ._cases import DriftRule, call_agent
 from ._evaluators import (
     Evaluator,
     evaluate,
@@ -22,10 +23,12 @@ from ._results import CaseRuns, RegressCase, RegressResult, RescoredSession
 
 __all__ = [
     "CaseRuns",
+    "DriftRule",
     "Evaluator",
     "RegressCase",
     "RegressResult",
     "RescoredSession",
+    "call_agent",
     "evaluate",
     "no_out_of_bounds",
     "output_matches_schema",

@@ -146,27 +146,45 @@ def required_keys(*keys: str, metric: str = "required_keys") -> Evaluator:
     return required_keys
 
 
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
 def evaluate(
     view: RunView, evaluators: Iterable[Evaluator], *, criteria_version: str | None = None
 ) -> tuple[list[Evaluation], list[str]]:
     """Run every evaluator on ``view``: the evaluations (stamped) and the problems, one per evaluator that failed.
 
-    An evaluator that raises, or returns something other than ``Evaluation``s, gives no evaluation
-    and a problem naming it: a broken judge is not the agent's failure.
+    An evaluator that raises, returns nothing (None, an empty list) or something other than
+    ``Evaluation``s gives a problem naming it: a broken judge is neither the agent's failure nor its
+    pass, and ``regress`` makes such a run ``error``.
     """
     out: list[Evaluation] = []
     problems: list[str] = []
     for evaluator in evaluators:
         try:
             answer = evaluator(view)
-            items = [answer] if isinstance(answer, Evaluation) else list(answer)
+            if isinstance(answer, Evaluation):
+                items: list[Any] = [answer]
+            elif isinstance(answer, Iterable) and not isinstance(answer, (str, bytes, Mapping)):
+                items = list(answer)
+            else:
+                problems.append(f"evaluator {_name(evaluator)} returned {_short(answer)}, not an Evaluation")
+                continue
         except Exception as exc:
             problems.append(f"evaluator {_name(evaluator)} raised {type(exc).__name__}: {exc}")
+            continue
+        if not items:
+            problems.append(f"evaluator {_name(evaluator)} returned no evaluation")
             continue
         judge = getattr(evaluator, "judge_model", None)
         for item in items:
             if not isinstance(item, Evaluation):
-                problems.append(f"evaluator {_name(evaluator)} returned {item!r}, not an Evaluation")
+                problems.append(f"evaluator {_name(evaluator)} returned {_short(item)}, not an Evaluation")
+                continue
+            if item.passed is None and item.score is None:
+                problems.append(f"evaluator {_name(evaluator)} returned {item.metric!r} with neither passed nor score")
                 continue
             changes: dict[str, Any] = {}
             if item.criteria_version is None and criteria_version is not None:

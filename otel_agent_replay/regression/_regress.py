@@ -8,12 +8,19 @@ the store carrying a tag) ``regress`` calls the agent with the run's recorded in
   not have is answered ``{"error": "unexpected_tool_call"}`` and counted), every tool that is not
   read-only stubbed with its recorded result (nothing outside the process is touched), unused
   recorded steps allowed (the new version may do less), model calls from the tape or live
-  (``models=``). Drift stays drift: the agent sees ``TapeDrift``, and the case records it.
+  (``models=``), and ``on_drift="count"``: runs are judged on outcomes. With the model live, the
+  arguments it writes vary by nature, so a read-only tool is answered from the tape by tool and
+  arguments at any position (other arguments: the out-of-bounds answer), a tool that is not
+  read-only by its recorded call at its position (never run), and each such divergence is counted
+  on the run (``agent_replay.divergences``) instead of failing it. ``drift="fail"`` makes drift fail
+  a run (a ``no_drift`` evaluation) for whoever wants the old strictness.
 
 When the new run ends, while its span is still open, its ``agent_replay.agent_version`` is set to
 ``agent_version``, the evaluators judge the replayed behaviour (a ``RunView``) and each evaluation
 is added to the span as a ``gen_ai.evaluation.result`` event, so it reaches the tape and any OTLP
-backend. The new run is then ingested into the store (with the recorded session's tags) and its
+backend. An evaluator that raises, returns nothing or returns something that is not an
+``Evaluation`` makes the run ``error`` (``agent_replay.judge_errors`` on its span), never a pass.
+The new run is then ingested into the store (with the recorded session's tags) and its
 evaluations written as ``eval_record`` rows. Running ``regress`` again under the same
 ``agent_version`` replaces that version's earlier runs of each case it ran (``Store.delete_session``),
 so a re-run never counts a case twice.
@@ -47,7 +54,7 @@ from otel_agent_replay.core import attributes as A
 from otel_agent_replay.store import Store, open_store, write_session_tape
 from otel_agent_replay.tape import Run, load_tape
 
-from ._cases import CaseJob
+from ._cases import CaseJob, DriftRule
 from ._evaluators import Evaluator, evaluate
 from ._parallel import Unit, check_picklable, parse_shard, run_parallel, run_units
 from ._results import RegressResult, RescoredSession
@@ -117,6 +124,7 @@ def regress(
     repeat: int = 1,
     workers: int = 1,
     shard: str | tuple[int, int] | None = None,
+    drift: DriftRule = "count",
 ) -> RegressResult:
     """Run ``agent`` (the new version) on every recorded run of ``suite``, offline, and store what it did.
 
@@ -135,6 +143,10 @@ def regress(
         live models (the default then): tools stay replayed, only the model runs again.
     :param workers: processes to run the runs in (spawned; the agent and evaluators are pickled).
     :param shard: ``"I/N"`` or ``(I, N)``: run only the I-th of N deterministic slices of the cases.
+    :param drift: ``count`` (the default): a tool called with other arguments than recorded is answered
+        (a read-only tool out of bounds, one that is not read-only with its recorded call at that
+        position, never run) and counted in the run's divergences, and the run is judged by the
+        evaluators alone; ``fail``: a run with drift fails too (a ``no_drift`` evaluation).
     """
     if not isinstance(agent_version, str) or not agent_version.strip():
         raise ConfigurationError("regress(agent_version=...): give the version the new runs are stored under")
@@ -143,6 +155,8 @@ def regress(
     for name, value in (("repeat", repeat), ("workers", workers)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigurationError(f"regress({name}={value!r}): give a whole number, 1 or more")
+    if drift not in ("count", "fail"):
+        raise ConfigurationError(f"regress(drift={drift!r}): give 'count' (judge on outcomes) or 'fail'")
     sliced = parse_shard(shard)
     judges = tuple(evaluators)
     for judge in judges:
@@ -150,7 +164,7 @@ def regress(
             raise ConfigurationError(f"regress(evaluators=...): {judge!r} is not callable")
     if models is None:
         models = "live" if repeat > 1 else "tape"
-    job = CaseJob(agent, judges, agent_version, models, tag, criteria_version)
+    job = CaseJob(agent, judges, agent_version, models, tag, criteria_version, drift)
     if workers > 1:
         check_picklable(job, workers)
     with _opened(store) as db, tempfile.TemporaryDirectory(prefix="otel-agent-replay-regress-") as tmp_name:

@@ -30,11 +30,25 @@ class RegressCase:
     """Evaluators that raised or returned something else than evaluations."""
     repetition: int = 1
     """Which of the ``repeat`` runs of the case this was (1 to k)."""
+    divergences: int = 0
+    """What the replay noted and answered anyway: drift, out-of-bounds calls, order (see ``ReplaySession.report``)."""
+    drift: int = 0
+    """Calls made with other arguments than recorded (answered as ``on_drift="count"`` says)."""
+
+    @property
+    def outcome(self) -> str:
+        """``error`` (a judge could not judge, or the run could not be stored), ``fail`` (the agent raised or
+        an evaluation failed) or ``pass``."""
+        if self.problems or self.session_id is None:
+            return "error"
+        if self.error is not None or any(e.passed is False for e in self.evaluations):
+            return "fail"
+        return "pass"
 
     @property
     def passed(self) -> bool:
-        """No error and no evaluation that failed."""
-        return self.error is None and all(e.passed is not False for e in self.evaluations)
+        """Judged, with no error of the agent and no evaluation that failed."""
+        return self.outcome == "pass"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +59,21 @@ class CaseRuns:
     runs: int
     passes: int
     failed_repetitions: tuple[int, ...]
+    errors: int = 0
+    """Runs that could not be judged (``outcome == "error"``): neither passes nor fails."""
+    errored_repetitions: tuple[int, ...] = ()
+    divergences: int = 0
+    """Divergences over the case's runs."""
 
     @property
-    def pass_rate(self) -> float:
-        return self.passes / self.runs if self.runs else 0.0
+    def fails(self) -> int:
+        return self.runs - self.passes - self.errors
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Passes over judged runs (errors left out); None when no run was judged."""
+        judged = self.runs - self.errors
+        return self.passes / judged if judged else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +95,21 @@ class RegressResult:
 
     @property
     def failed(self) -> tuple[RegressCase, ...]:
-        """Runs with an error or a failed evaluation."""
-        return tuple(c for c in self.cases if not c.passed)
+        """Runs the agent failed: it raised, or an evaluation failed."""
+        return tuple(c for c in self.cases if c.outcome == "fail")
+
+    @property
+    def errored(self) -> tuple[RegressCase, ...]:
+        """Runs that could not be judged: a judge raised or gave no verdict, or the run was not stored."""
+        return tuple(c for c in self.cases if c.outcome == "error")
+
+    @property
+    def passed(self) -> tuple[RegressCase, ...]:
+        return tuple(c for c in self.cases if c.outcome == "pass")
+
+    @property
+    def divergences(self) -> int:
+        return sum(c.divergences for c in self.cases)
 
     def by_case(self) -> tuple[CaseRuns, ...]:
         """Runs and passes per recorded case, in case order."""
@@ -80,10 +118,12 @@ class RegressResult:
             grouped.setdefault(c.recorded_session, []).append(c)
         return tuple(
             CaseRuns(
-                case, len(runs), sum(1 for r in runs if r.passed), tuple(r.repetition for r in runs if not r.passed)
+                case, len(runs), sum(1 for r in runs if r.passed),
+                tuple(r.repetition for r in runs if r.outcome == "fail"), sum(1 for r in runs if r.outcome == "error"),
+                tuple(r.repetition for r in runs if r.outcome == "error"), sum(r.divergences for r in runs),
             )
             for case, runs in grouped.items()
-        )
+        )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

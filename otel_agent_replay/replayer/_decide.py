@@ -14,6 +14,7 @@ from typing import Any
 from otel_agent_replay.comparison import describe, json_changes
 from otel_agent_replay.core import (
     DivergenceKind,
+    DriftPolicy,
     MissPolicy,
     ModelPolicy,
     RecordMode,
@@ -62,6 +63,7 @@ class Decider:
         self._stub_all = options.side_effect_policy == SideEffectPolicy.STUB
         self._new_episodes = options.record_mode == RecordMode.NEW_EPISODES
         self._out_of_bounds = options.miss_policy == MissPolicy.ERROR_RESULT
+        self._count_drift = options.drift_policy == DriftPolicy.COUNT
         self._recorded_effects: dict[str, str] | None = None
 
     def read_only(self, spec: ToolSpec) -> bool:
@@ -119,6 +121,10 @@ class Decider:
             changes = describe(json_changes(drifted.args, prep.captured.value))
             self.ledger.bump("drift_events")
             return self._fork_here(spec, bound, prep, n, read_only, drifted, DivergenceKind.DRIFT, changes)
+        if drifted is not None and self._count_drift and not spec.is_llm:
+            answered = self._answer_drift(spec, bound, prep, n, read_only, drifted)
+            if answered is not None:
+                return answered
         if drifted is not None:
             self.ledger.bump("steps", "drift_events")
             self.ledger.fail(
@@ -217,18 +223,45 @@ class Decider:
             self.ledger.bump("refused_side_effects")
             self.ledger.fail(SideEffectRefused(unvouched(spec.name)), run_id, spec.name, n, seq)
 
+    def _answer_drift(
+        self, spec: ToolSpec, bound: ReplayRun, prep: Prepared, n: int, read_only: bool, drifted: Step
+    ) -> Decision | None:
+        """Drift under ``on_drift="count"``: the call answered as a repetition answers it, counted and noted;
+        None when nothing may answer it (a read-only tool without a fallback under ``on_miss="raise"``)."""
+        name, run_id, seq = spec.name, bound.recorded_id, prep.ids.seq
+        changes = describe(json_changes(drifted.args, prep.captured.value))
+        drift = f"{name} (call {n}, seq {seq}) was called with other arguments than recorded ({changes})"
+        fake = self.options.fallbacks.get(name)
+        if fake is not None:
+            self.ledger.bump("steps", "drift_events", "tape_misses", "fallback_calls")
+            self.ledger.diverge(DivergenceKind.DRIFT, run_id, name, n, seq, f"{drift}: answered by its fallback")
+            return Decision("fallback", fake=fake)
+        if not read_only:
+            index = bound.index
+            step = index.take_at_position(name, n) if index is not None else None
+            if step is None:
+                return None
+            self.ledger.bump("steps", "drift_events", "tape_hits", "stubbed_side_effects")
+            self.ledger.diverge(
+                DivergenceKind.DRIFT, run_id, name, n, seq,
+                f"{drift}: answered with its recorded call {step.step_id} (stubbed, never run; on_drift='count')",
+            )  # fmt: skip
+            return Decision("tape", step=step)
+        if not self._out_of_bounds:
+            return None
+        self.ledger.bump("drift_events")
+        return self._answer_out_of_bounds(name, run_id, n, seq, why=f"{drift}; the tape cannot answer them")
+
     @staticmethod
     def _is_miss(bound: ReplayRun, name: str, n: int, call_key: str) -> bool:
         """Neither a hit nor drift: the tape has no such call (looked up without consuming)."""
         index = bound.index
         return index is None or (not index.has(call_key) and index.at_position(name, n) is None)
 
-    def _answer_out_of_bounds(self, name: str, run_id: str, n: int, seq: int) -> Decision:
+    def _answer_out_of_bounds(self, name: str, run_id: str, n: int, seq: int, why: str | None = None) -> Decision:
         self.ledger.bump("steps", "tape_misses", "out_of_bounds_calls")
-        message = (
-            f"{name} (call {n}, seq {seq}) is not on the tape: answered {{'error': {OUT_OF_BOUNDS!r}}} "
-            "(on_miss='error_result')"
-        )
+        why = why or f"{name} (call {n}, seq {seq}) is not on the tape"
+        message = f"{why}: answered {{'error': {OUT_OF_BOUNDS!r}}} (on_miss='error_result')"
         self.ledger.diverge(DivergenceKind.OUT_OF_BOUNDS, run_id, name, n, seq, message)
         return Decision("out_of_bounds", override={"error": OUT_OF_BOUNDS, "tool": name})
 

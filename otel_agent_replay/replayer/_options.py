@@ -15,6 +15,8 @@ from otel_agent_replay.capture import expand as _expand
 from otel_agent_replay.core import (
     DECLARABLE_SIDE_EFFECTS,
     ConfigurationError,
+    DriftPolicy,
+    DriftPolicyName,
     MissPolicy,
     MissPolicyName,
     ModelPolicy,
@@ -94,6 +96,12 @@ class ReplayOptions:
     """``raise`` (``TapeMiss``) or ``error_result``: a tool call the tape does not have is answered
     ``{"error": "unexpected_tool_call", "tool": name}`` (the tool never runs) and counted in
     ``out_of_bounds_calls``; the replay goes on and does not fail on it. Drift stays drift."""
+    on_drift: DriftPolicy | DriftPolicyName = DriftPolicy.RAISE
+    """``raise`` (``TapeDrift``) or ``count``: a tool called with other arguments than recorded at its
+    position is answered as a repetition answers it (a read-only tool: its fallback or, with
+    ``on_miss="error_result"``, the out-of-bounds answer; a stubbed tool that is not read-only: its
+    fallback or its recorded call at that position, never run), counted in ``drift_events`` and noted
+    in the report; the replay does not fail on it. A model call's drift still raises."""
     hints: Hints = API_HINTS
     """How the errors spell their fixes: the Python API's words by default (the pytest plugin gives
     its own, so a failing test says ``--agent-record-mode=all``)."""
@@ -146,6 +154,7 @@ class ReplayOptions:
         put(self, "models", choice(ModelPolicy, self.models, "replay", "models"))
         put(self, "stale_versions", choice(StalePolicy, self.stale_versions, "replay", "stale_versions"))
         put(self, "on_miss", choice(MissPolicy, self.on_miss, "replay", "on_miss"))
+        put(self, "on_drift", choice(DriftPolicy, self.on_drift, "replay", "on_drift"))
         put(self, "outside_calls", choice(OutsidePolicy, self.outside_calls, "replay", "outside_calls"))
         put(self, "stub", frozenset((self.stub,) if isinstance(self.stub, str) else self.stub))
         put(self, "fallbacks", MappingProxyType(dict(self.fallbacks)))
@@ -212,6 +221,11 @@ class ReplayOptions:
     def miss_policy(self) -> MissPolicy:
         """``on_miss`` as a ``MissPolicy``."""
         return cast(MissPolicy, self.on_miss)
+
+    @property
+    def drift_policy(self) -> DriftPolicy:
+        """``on_drift`` as a ``DriftPolicy``."""
+        return cast(DriftPolicy, self.on_drift)
 
     @property
     def outside_policy(self) -> OutsidePolicy:

@@ -21,6 +21,8 @@ from typing import Any
 from otel_agent_replay.capture import Redactor
 from otel_agent_replay.core import (
     ConfigurationError,
+    DriftPolicy,
+    DriftPolicyName,
     MissPolicy,
     MissPolicyName,
     ModelPolicy,
@@ -150,6 +152,10 @@ class replay(Scope[ReplaySession, _Entered]):
     :param on_miss: ``"error_result"`` answers a tool call the tape does not have with
         ``{"error": "unexpected_tool_call", "tool": name}`` instead of raising ``TapeMiss``
         (an out-of-bounds replay: counted in ``out_of_bounds_calls``; the tool never runs).
+    :param on_drift: ``"count"`` answers a tool call that drifted (other arguments than recorded at its
+        position) as a repetition does, counted in ``drift_events``, instead of raising ``TapeDrift``:
+        a read-only tool by its fallback or the out-of-bounds answer, a stubbed one by its recorded call
+        at that position (see ``ReplayOptions.on_drift``).
     :param hints: how the errors spell their fixes (the pytest plugin passes its own).
     :param outside_calls: a decorated call from a thread or task that does not carry the replay's context
         (started without ``contextvars.copy_context().run``, or before the block) is refused (``"refuse"``,
@@ -199,6 +205,7 @@ class replay(Scope[ReplaySession, _Entered]):
         stale_versions: StalePolicy | StalePolicyName | None = None,
         redactor: Redactor | None = None,
         on_miss: MissPolicy | MissPolicyName | None = None,
+        on_drift: DriftPolicy | DriftPolicyName | None = None,
         hints: Hints | None = None,
         outside_calls: OutsidePolicy | OutsidePolicyName | None = None,
         key_ignore: Mapping[str, Iterable[str]] | None = None,
@@ -232,6 +239,7 @@ class replay(Scope[ReplaySession, _Entered]):
             "stale_versions": stale_versions,
             "redactor": redactor,
             "on_miss": on_miss,
+            "on_drift": on_drift,
             "hints": hints,
             "outside_calls": outside_calls,
             "key_ignore": key_ignore,

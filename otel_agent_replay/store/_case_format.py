@@ -18,6 +18,7 @@ _MARKS: Final = {
     CaseVerdict.REGRESSED: "❌ **regressed**",
     CaseVerdict.FIXED: "✅ **fixed**",
     CaseVerdict.UNKNOWN: "unknown",
+    CaseVerdict.ERROR: "❗ **error** (not judged)",
 }
 
 
@@ -30,6 +31,9 @@ def _rate_dict(r: CaseRate) -> dict[str, Any]:
         "interval": None if r.low is None else [r.low, r.high],
         "pass_k": r.pass_k,
         "failed_repetitions": list(r.failed_repetitions),
+        "errors": r.errors,
+        "divergences": r.divergences,
+        "judge_errors": list(r.judge_errors),
     }
 
 

@@ -20,6 +20,7 @@ from opentelemetry.exporter.agent_replay_tape import encode_attributes
 from otel_agent_replay.core import SideEffect, StepKind
 from otel_agent_replay.core.attributes import (
     CALL_KEY,
+    DIVERGENCES,
     EXCEPTION_EVENT,
     EXCEPTION_MESSAGE,
     EXCEPTION_TYPE,
@@ -27,6 +28,7 @@ from otel_agent_replay.core.attributes import (
     GEN_AI_OUTPUT_MESSAGES,
     INPUT_HASH,
     INSTRUMENTATION_NAME,
+    JUDGE_ERRORS,
     REPETITION,
     RUN_ID,
     SEQ,
@@ -128,6 +130,8 @@ def _session_row(run: Run, tags: list[str], source: str | None) -> tuple[Any, ..
         "output": run.output if run.output_json is not None else None,
         "error": {"type": run.error.type, "message": run.error.message} if run.error else None,
         "tape": source,
+        "divergences": _count(attrs.get(DIVERGENCES)),
+        "judge_errors": _texts(attrs.get(JUDGE_ERRORS)),
     }
     if run.complete:
         status = "failed" if run.error is not None else "success"
@@ -154,6 +158,18 @@ def _session_row(run: Run, tags: list[str], source: str | None) -> tuple[Any, ..
         run.replay_of,
         _repetition(attrs.get(REPETITION), run.replay_of),
     )
+
+
+def _count(value: object) -> int | None:
+    """A whole number of 0 or more from a span attribute, else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _texts(value: object) -> list[str] | None:
+    """A non-empty list of strings from a span attribute (one string is a list of one), else None."""
+    items = [value] if isinstance(value, str) else list(value) if isinstance(value, (list, tuple)) else []
+    texts = [str(v) for v in items if isinstance(v, str) and v]
+    return texts or None
 
 
 def _repetition(value: object, replay_of: str | None) -> int | None:

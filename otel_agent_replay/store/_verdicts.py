@@ -4,10 +4,14 @@ A case is a recorded run that replays ran again (``agent_session.case_id``); eac
 of it under an agent version is one run of the case for that version (``regress(..., repeat=k)``
 stores k). A run passes when its session finished ``success`` and none of its evaluations (of
 ``criteria_version``, when given) failed; a run that failed, was aborted or was judged a failure
-fails; a run still ``running`` is not counted.
+fails; a run whose judges could not judge it (``judge_errors`` in its session's ``extra``) is an
+``error``, neither a pass nor a fail; a run still ``running`` is not counted. Each run's
+divergences (drift, out-of-bounds calls: what the replay answered anyway) are summed per case.
 
 Between a baseline and a candidate each case gets one verdict (``VerdictRule`` holds the numbers):
 
+- ``error``: some run of the case, in either version, could not be judged (a judge raised or gave no
+  verdict): the rates would leave those runs out, so no verdict is given;
 - ``unknown``: either version has fewer than ``min_runs`` runs of the case;
 - ``regressed`` / ``fixed``: Fisher's exact test (two-sided) finds the two pass rates different at
   level ``alpha``, the candidate's lower / higher;
@@ -25,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
+
+import orjson
 
 from otel_agent_replay.core import Choice, ConfigurationError
 
@@ -58,6 +64,8 @@ class CaseVerdict(Choice):
     REGRESSED = "regressed"
     FIXED = "fixed"
     UNKNOWN = "unknown"
+    ERROR = "error"
+    """Some run of the case could not be judged: its judge raised or gave no verdict."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +110,12 @@ class CaseRate:
     agent_name: str | None = None
     input: str | None = None
     """The case's recorded input as JSON text."""
+    errors: int = 0
+    """Runs that could not be judged (not in ``runs``)."""
+    divergences: int = 0
+    """Divergences the replays answered and counted, over the case's runs."""
+    judge_errors: tuple[str, ...] = ()
+    """Why the judges could not judge (each reason once)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,12 +169,21 @@ class _Runs:
     agent_name: str | None = None
     input: str | None = None
     outcomes: list[tuple[int, bool]] = field(default_factory=list)
-    """(repetition, passed) in repetition order."""
+    """(repetition, passed) of the judged runs, in repetition order."""
+    errors: int = 0
+    divergences: int = 0
+    judge_errors: list[str] = field(default_factory=list)
 
 
 def _rate(case_id: str, version: str | None, runs: _Runs | None, rule: VerdictRule) -> CaseRate:
-    if runs is None or not runs.outcomes:
+    if runs is None:
         return CaseRate(case_id, version, 0, 0, None, None, None, None)
+    problems = tuple(dict.fromkeys(runs.judge_errors))
+    if not runs.outcomes:
+        return CaseRate(
+            case_id, version, 0, 0, None, None, None, None, (), runs.agent_name, runs.input, runs.errors,
+            runs.divergences, problems,
+        )  # fmt: skip
     n = len(runs.outcomes)
     passes = sum(1 for _, ok in runs.outcomes if ok)
     interval = wilson(passes, n, rule.confidence)
@@ -168,12 +191,14 @@ def _rate(case_id: str, version: str | None, runs: _Runs | None, rule: VerdictRu
     failed = tuple(rep for rep, ok in runs.outcomes if not ok)
     return CaseRate(
         case_id, version, n, passes, passes / n, low, high, pass_hat_k(passes, n, rule.pass_k), failed,
-        runs.agent_name, runs.input,
+        runs.agent_name, runs.input, runs.errors, runs.divergences, problems,
     )  # fmt: skip
 
 
 def judge(baseline: CaseRate, candidate: CaseRate, rule: VerdictRule) -> tuple[CaseVerdict, float | None]:
     """The verdict of one case (see the module's docstring) and the test's p-value."""
+    if baseline.errors or candidate.errors:
+        return CaseVerdict.ERROR, None
     if baseline.runs < rule.min_runs or candidate.runs < rule.min_runs:
         return CaseVerdict.UNKNOWN, None
     p = fisher_p(baseline.passes, baseline.runs, candidate.passes, candidate.runs)
@@ -223,7 +248,7 @@ def case_report(
         eval_params.append(criteria_version)
     runs_sql = (
         f"SELECT s.case_id, s.agent_version, s.repetition, s.status, s.agent_name, s.input, s.started_at, "
-        f"({failed_evals}) FROM agent_session s{where} AND s.status <> 'running' "
+        f"({failed_evals}), s.extra FROM agent_session s{where} AND s.status <> 'running' "
         "ORDER BY s.case_id, s.agent_version, s.repetition, s.started_at, s.session_id"
     )
     spend_sql = (
@@ -236,9 +261,17 @@ def case_report(
         spent = tx.fetchall(spend_sql, params)
     by_case: dict[str, dict[str | None, _Runs]] = {}
     first_seen: dict[str | None, int] = {}
-    for case_id, version, repetition, status, agent, text, started, failed in found:
+    for case_id, version, repetition, status, agent, text, started, failed, extra_json in found:
         runs = by_case.setdefault(case_id, {}).setdefault(version, _Runs(agent, text))
-        runs.outcomes.append((int(repetition or 1), status == "success" and not failed))
+        extra = _extra(extra_json)
+        count = extra.get("divergences")
+        runs.divergences += count if isinstance(count, int) and not isinstance(count, bool) else 0
+        problems = extra.get("judge_errors")
+        if isinstance(problems, list) and problems:
+            runs.errors += 1
+            runs.judge_errors.extend(str(p) for p in problems)
+        else:
+            runs.outcomes.append((int(repetition or 1), status == "success" and not failed))
         first_seen[version] = min(first_seen.get(version, started), started)
     versions = sorted(first_seen, key=lambda v: (first_seen[v], "" if v is None else v))
     rates = tuple(
@@ -260,12 +293,23 @@ def case_report(
     return CaseReport(rule, rates, tuple(comparisons), _spend(versions, by_case, spent, price), compare, counts=counts)
 
 
+def _extra(text: Any) -> dict[str, Any]:
+    """A session's ``extra`` column (JSON text, or already a mapping on PostgreSQL) as a dict."""
+    if isinstance(text, dict):
+        return text
+    try:
+        value = orjson.loads(text or "{}")
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def _spend(
     versions: list[str | None], by_case: dict[str, dict[str | None, _Runs]], spent: list[Any], price: PriceFn | None
 ) -> tuple[VersionSpend, ...]:
     out = []
     for version in versions:
-        runs = sum(len(per[version].outcomes) for per in by_case.values() if version in per)
+        runs = sum(len(per[version].outcomes) + per[version].errors for per in by_case.values() if version in per)
         tokens_in = tokens_out = 0
         cost: float | None = None
         unpriced: list[str] = []

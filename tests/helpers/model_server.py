@@ -11,8 +11,9 @@ A quiz: a chat completion whose last user message starts ``quiz case=C version=V
 ``right`` or ``wrong`` when ``FakeProvider.odds`` has ``(C, V)``: a probability (the n-th question
 of that case and version is right when ``Random(f"{seed}|{C}|{V}|{n}").random()`` is below it, so a
 run of k questions gives the same answers in any order, from any number of processes) or a
-pattern such as ``"yynyn"`` (the n-th answer is ``pattern[n % len]``). ``latency`` delays every
-quiz answer; ``max_in_flight`` is the most quiz questions answered at once.
+pattern such as ``"yynyn"`` (the n-th answer is ``pattern[n % len]``). A quiz that offers tools is a
+tool loop: it is answered with calls of the tools first, and draws its answer once the tools answered.
+``latency`` delays every quiz answer; ``max_in_flight`` is the most quiz questions answered at once.
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ class FakeProvider:
         """The answer to a quiz question (see the module's docstring), or None when it is not one."""
         match = _QUIZ.match(_last_user_text(body))
         key = (match.group(1), match.group(2)) if match else None
-        if key is None or key not in self.odds:
-            return None
+        if key is None or key not in self.odds or _wants_tool(body):
+            return None  # a quiz that offers tools asks for them first (a tool loop), then draws its answer
         odds = self.odds[key]
         with self.lock:
             n = self.draws.get(key, 0)

@@ -58,5 +58,77 @@ def test_repeat_passes_five_of_five_and_fails_two_of_five_naming_the_rate(
     nightly.assert_outcomes(passed=1, failed=1)
     text = nightly.stdout.str()
     assert "PASSED test_nightly.py::test_steady" in text
-    assert "2 of 5 repetitions passed (40%), below min_pass_rate 80%; failed repetitions: 2, 3, 5" in text
+    assert "pass rate 40% (2 of 5 repetitions passed), below min_pass_rate 80%; failed repetitions: 2, 3, 5" in text
+    assert "repetition 2: AssertionError: the model was wrong" in text
+
+
+NOTES = """
+import json
+import os
+
+import openai
+import pytest
+
+from otel_agent_replay import agent_run, tool
+
+SAVED = []
+
+@tool(side_effect="read_only")
+def weather(city: str) -> str:
+    return f"sunny in {city}"
+
+@tool(side_effect="write")
+def save_note(case: str, text: str) -> dict:
+    SAVED.append(text)
+    return {"saved": True}
+
+TOOLS = [{"type": "function", "function": {"name": "weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+
+def ask(case):
+    with agent_run("notes"):
+        client = openai.OpenAI(base_url=os.environ["AGENT_REPLAY_QUIZ_URL"] + "/v1", api_key="sk-test-notes",
+                               max_retries=0)
+        messages = [{"role": "user", "content": f"quiz case={case} version=nightly: the weather?"}]
+        for _ in range(4):
+            reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=TOOLS)
+            message = reply.choices[0].message
+            if not message.tool_calls:
+                break
+            messages.append(message.model_dump(exclude_none=True))
+            for call in message.tool_calls:
+                answer = weather(**json.loads(call.function.arguments))
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": answer})
+        save_note(case, message.content)  # the write tool's argument is what the model said
+        return message.content
+
+@pytest.mark.agent_tape(repeat=5, min_pass_rate=0.8)
+def test_any_answer(agent_tape):
+    assert ask("lenient") in ("right", "wrong")
+    assert agent_tape.recording or SAVED == [], "a replay never runs the write tool"
+
+@pytest.mark.agent_tape(repeat=5, min_pass_rate=0.8)
+def test_right_answer(agent_tape):
+    assert ask("shaky") == "right", "the model was wrong"
+"""
+
+
+def test_repeat_judges_outcomes_a_write_tools_changed_argument_fails_no_repetition(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_notes=NOTES)
+    with fake_provider() as fp:
+        monkeypatch.setenv(URL_ENV, fp.url)
+        fp.odds.update({("lenient", "nightly"): "y", ("shaky", "nightly"): "y"})
+        pytester.runpytest_subprocess("--agent-record-mode=once").assert_outcomes(passed=2)
+        fp.draws.clear()
+        fp.odds.update({("lenient", "nightly"): "ynnyn", ("shaky", "nightly"): "ynnyn"})
+        nightly = pytester.runpytest_subprocess("-rA")
+    nightly.assert_outcomes(passed=1, failed=1)
+    text = nightly.stdout.str()
+    assert "PASSED test_notes.py::test_any_answer" in text  # three of its notes drifted: counted, not failed
+    failed = next(line for line in text.splitlines() if line.startswith("FAILED test_notes.py::test_right_answer"))
+    assert " - AssertionError: pass rate 40%" in failed, "the FAILED line states the rate"
+    assert "below min_pass_rate 80%; failed repetitions: 2, 3, 5" in text
+    assert "TapeDrift" not in text
     assert "repetition 2: AssertionError: the model was wrong" in text

@@ -105,3 +105,33 @@ def test_evaluate_stamps_criteria_and_judge_and_reports_broken_evaluators(tmp_pa
         "evaluator broken raised ValueError: no answer",
         "evaluator wrong returned 'not an evaluation', not an Evaluation",
     ]
+
+
+def test_a_judge_that_returns_nothing_or_no_verdict_is_a_problem_never_a_pass(tmp_path: Path) -> None:
+    view = view_of(tmp_path, ["a"], {"answer": "x"})
+    answers: dict[str, Any] = {
+        "none": None,
+        "empty": [],
+        "text": "pass",
+        "mapping": {"passed": True},
+        "number": 1,
+        "blank": Evaluation("blank"),
+    }
+    judges = []
+    for name, answer in answers.items():
+
+        def judge(v: RunView, answer: Any = answer) -> Any:
+            return answer
+
+        judge.__name__ = name
+        judges.append(judge)
+    evaluations, problems = evaluate(view, judges)
+    assert evaluations == []
+    assert problems == [
+        "evaluator none returned None, not an Evaluation",
+        "evaluator empty returned no evaluation",
+        "evaluator text returned 'pass', not an Evaluation",
+        "evaluator mapping returned {'passed': True}, not an Evaluation",
+        "evaluator number returned 1, not an Evaluation",
+        "evaluator blank returned 'blank' with neither passed nor score",
+    ]

@@ -48,7 +48,8 @@ def test_v2_regresses_against_v1(store_location: str, tmp_path: Path, capsys: py
     assert main([*argv, "--db", db, *EVALUATORS, "--criteria-version", "c1"]) == 0
     printed = capsys.readouterr().out
     assert shop.RAN == [], "regress ran nothing for real"
-    assert "regress v2 on 6 recorded session(s) (baseline v1): 0 passed, 6 failed, 5 out-of-bounds call(s)" in printed
+    summary = "regress v2 on 6 recorded session(s) (baseline v1): 0 passed, 6 failed, 5 out-of-bounds call(s), 0 drift"
+    assert summary in printed
     assert "out of bounds: lookup_weather" in printed
     assert "missing from the output: confirmation" in printed
     assert "#### `v2` against `v1`" in printed, "regress prints the comparison with the previous version"

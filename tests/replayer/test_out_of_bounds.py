@@ -130,3 +130,51 @@ def test_on_miss_is_an_option_of_replay_options(tape: Path) -> None:
     assert session.stats.out_of_bounds_calls == 2
     with pytest.raises(ConfigurationError, match="'raise', 'error_result'"):
         ReplayOptions(on_miss="ignore")  # type: ignore[arg-type]
+
+
+def notify_other(order_id: str, other: str) -> Any:
+    """The recorded agent, but its external tool is called with another argument (as a live model may)."""
+    with agent_run("orders") as run:
+        found = lookup(order_id)
+        sent = notify(other)
+        run.set_output([found, sent])
+        return [found, sent]
+
+
+def test_on_drift_count_answers_a_stubbed_tools_changed_argument_with_its_recorded_call(tape: Path) -> None:
+    with replay(tape, on_miss="error_result", on_drift="count", side_effects="stub") as session:
+        answers = notify_other("o-1", "o-7")
+    assert answers[1] == {"sent": True}, "the recorded call at that position answered"
+    assert RAN == [], "the external tool never ran"
+    assert session.stats.drifts == 1 and session.stats.stubbed_side_effects == 1
+    (drift,) = session.report
+    assert drift.kind == DivergenceKind.DRIFT and drift.tool == "notify"
+    assert "o-7" in drift.message and "never run" in drift.message
+
+
+def test_on_drift_count_answers_a_read_only_tools_changed_argument_out_of_bounds(tape: Path) -> None:
+    with replay(tape, on_miss="error_result", on_drift="count", side_effects="stub", allow_unused=True) as session:
+        answers = agent("o-1", other_lookup=True)
+    assert answers[0] == {"error": OUT_OF_BOUNDS, "tool": "lookup"}, "the tape has no lookup of o-other"
+    assert RAN == []
+    assert session.stats.drifts == 1 and session.stats.out_of_bounds_calls == 1
+    kinds = [d.kind for d in session.report]
+    assert kinds == [DivergenceKind.OUT_OF_BOUNDS, DivergenceKind.UNUSED], "the recorded lookup went unused"
+    assert "other arguments than recorded" in session.report[0].message
+
+
+def test_on_drift_count_uses_a_fallback_first_and_a_strict_miss_policy_keeps_drift(tape: Path) -> None:
+    seen: list[str] = []
+
+    def fake_notify(order_id: str) -> dict[str, Any]:
+        seen.append(order_id)
+        return {"sent": "fake"}
+
+    fakes = {"notify": fake_notify}
+    with replay(tape, on_drift="count", side_effects="stub", fallbacks=fakes, allow_unused=True) as session:
+        assert notify_other("o-1", "o-7")[1] == {"sent": "fake"}
+    assert seen == ["o-7"] and session.stats.fallback_calls == 1 and session.stats.drifts == 1
+    with pytest.raises(TapeDrift), replay(tape, on_drift="count", side_effects="stub"):
+        agent("o-1", other_lookup=True)  # a read-only tool under on_miss="raise": nothing may answer it
+    with pytest.raises(ConfigurationError, match="'raise', 'count'"):
+        ReplayOptions(on_drift="ignore")  # type: ignore[arg-type]
