@@ -2,9 +2,24 @@
 
 An error a test should show as a failure also subclasses ``AssertionError``.
 Messages say what happened, quote the values, and end with the fix.
+
+Every class here is public and says so: its ``__module__`` is ``otel_agent_replay`` (where users import
+it from), so a traceback's last line and pytest's one-line summary read ``otel_agent_replay.TapeDrift``
+or ``TapeDrift``, not the private module's path; ``pickle`` finds the class there too. The classes whose
+constructor takes more than the message rebuild themselves from their attributes (``__reduce__``).
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+PUBLIC_MODULE = "otel_agent_replay"
+"""The module every public error and warning reports as its own (``TapeDrift.__module__``)."""
+
+
+def _rebuild(cls: type[BaseException], args: tuple[Any, ...], kwargs: dict[str, Any]) -> BaseException:
+    """Unpickling: the error made again by its constructor (its state is restored after)."""
+    return cls(*args, **kwargs)
 
 
 class AgentReplayError(Exception):
@@ -32,7 +47,11 @@ class TapeFormatError(TapeError, ValueError):
         where = ""
         if path is not None:
             where = f"{path}:{line}: " if line is not None else f"{path}: "
+        self._message = message
         super().__init__(where + message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), (self._message,), {"path": self.path, "line": self.line}), self.__dict__)
 
 
 class TapePayloadMissing(TapeError):
@@ -95,6 +114,9 @@ class NetworkBlocked(ReplayDivergence):
         self.port = port
         super().__init__(message)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.args, {"host": self.host, "port": self.port}), self.__dict__)
+
 
 class UnknownAgent(ReplayDivergence):
     """A live run's agent has no recorded run on the tape (the message names the agents it has)."""
@@ -109,6 +131,9 @@ class RecordedToolError(ReplayError):
         self.type_name = type_name
         self.recorded_message = message
         super().__init__(f"{type_name}: {message} (raised by the tool when it was recorded)")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), (self.type_name, self.recorded_message), {}), self.__dict__)
 
 
 class EndpointError(AgentReplayError):
@@ -137,3 +162,15 @@ class RecordingWarning(AgentReplayWarning, RuntimeWarning):
 
 class OtlpWarning(AgentReplayWarning, RuntimeWarning):
     """Spans that reached the tape could not be sent to the OTLP endpoint."""
+
+
+PUBLIC_CLASSES: tuple[type[BaseException], ...] = tuple(
+    value
+    for value in dict(globals()).values()
+    if isinstance(value, type) and issubclass(value, (AgentReplayError, AgentReplayWarning))
+)
+"""Every error and warning class of the SDK (all public: the top-level package re-exports each)."""
+
+for _cls in PUBLIC_CLASSES:
+    _cls.__module__ = PUBLIC_MODULE
+del _cls

@@ -13,6 +13,7 @@ errors and need no rewritten ``assert``: ``pytest_addoption`` takes the package 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
@@ -101,9 +102,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     ):
         where = item.repr_failure(excinfo)  # pytest's own traceback, as --tb says, SDK frames hidden
         text = f"{excinfo.typename}: {excinfo.value}\n\nwhere the agent met it:\n{where}"
-        headline: Any = _Headline(text, getattr(where, "reprcrash", None))  # pytest takes any toterminal()
+        headline: Any = _Headline(text, _short_crash(getattr(where, "reprcrash", None), text))
         report.longrepr = headline
     return report
+
+
+def _short_crash(reprcrash: Any, text: str) -> Any:
+    """The crash line of the short summary as the class's own name and the message (``TapeDrift: search#2:
+    drift in …``): the step id leads the message, so ``FAILED … - TapeDrift: search#2…`` fits 80 columns."""
+    if not dataclasses.is_dataclass(reprcrash) or isinstance(reprcrash, type) or not hasattr(reprcrash, "message"):
+        return reprcrash  # a pytest whose crash line is another shape: keep its own
+    return dataclasses.replace(reprcrash, message=text.split("\n", 1)[0])
 
 
 class _Headline:

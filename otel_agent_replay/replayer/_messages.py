@@ -61,8 +61,8 @@ def drift_error(
     """Same tool at the same position, other arguments."""
     changes = json_changes(recorded.args, prep.captured.value)
     return TapeDrift(
-        f"drift in {_run_label(bound)}: the {ordinal(n)} call of {spec.name} (live seq {prep.ids.seq}, "
-        f"recorded seq {recorded.seq}) has other arguments than recorded\n"
+        f"{recorded.step_id}: drift in {_run_label(bound)}: the {ordinal(n)} call of {spec.name} "
+        f"(live seq {prep.ids.seq}, recorded seq {recorded.seq}) has other arguments than recorded\n"
         f"  recorded {recorded.call_key}  {short(recorded.args, _LONG)}\n"
         f"  live     {prep.captured.call_key}  {short(prep.captured.value, _LONG)}\n"
         f"  differs  {describe(changes)}\n"

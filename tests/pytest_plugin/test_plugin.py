@@ -165,7 +165,7 @@ def test_a_failing_replay_reports_the_divergence_first_in_pytest_words(pytester:
     lines = result.stdout.lines
     header = next(i for i, line in enumerate(lines) if line.strip("_ ") == "test_order_agent")
     body = [line for line in lines[header + 1 :] if line.strip()]
-    assert body[0].startswith("TapeDrift: drift in run "), body[:3]  # the divergence comes first
+    assert body[0].startswith("TapeDrift: lookup#1: drift in run "), body[:3]  # the divergence comes first
     report = "\n".join(lines[header:])
     assert "pytest test_agent.py::test_order_agent --agent-record-mode=all" in report
     assert "replay(..., mode=" not in report  # the Python API's words are not pytest's
