@@ -18,6 +18,13 @@ phoenix_spec="arize-phoenix==20.26.1"
 # this checkout with mcp 1.x, for tests/integrations/test_mcp1.py.
 mcp1_venv="${AGENT_REPLAY_MCP1_VENV:-$venv-mcp1}"
 mcp1_spec="mcp>=1.20,<2"
+# mitmproxy, the recording proxy of `record|replay TAPE -- CMD`: every release pins its dependencies tightly
+# (11.0.2, the last for Python 3.11, wants h11<=0.14, which httpx 0.28 cannot use), so it lives in a venv of
+# its own and the SDK runs its mitmdump (AGENT_REPLAY_MITMDUMP).
+mitmproxy_venv="${AGENT_REPLAY_MITMPROXY_VENV:-$venv-mitmproxy}"
+mitmproxy_spec="mitmproxy==11.0.2"
+# The npm openai SDK for the Node agent of tests/proxy, cached outside the clone (Debian's Node 20 runs it).
+node_openai_spec="openai@6.9.1"
 python="${PYTHON:-python3}"
 
 ensure_venv() {
@@ -55,6 +62,13 @@ ensure_test_tools() {
         echo "$mcp1_spec" > "$mcp1_venv/.installed"
     fi
     export AGENT_REPLAY_MCP1_PYTHON="$mcp1_venv/bin/python"
+    if [ ! -x "$mitmproxy_venv/bin/mitmdump" ] || [ "$(cat "$mitmproxy_venv/.installed" 2>/dev/null)" != "$mitmproxy_spec" ]; then
+        "$python" -m venv "$mitmproxy_venv"
+        "$mitmproxy_venv/bin/python" -m pip install --quiet --disable-pip-version-check "$mitmproxy_spec"
+        echo "$mitmproxy_spec" > "$mitmproxy_venv/.installed"
+    fi
+    export AGENT_REPLAY_MITMDUMP="$mitmproxy_venv/bin/mitmdump"
+    ensure_node_packages
     # Jaeger v2 and the Collector, built from their Go modules once per machine (cached outside the clone).
     bash "$root/scripts/servers.sh" build
     AGENT_REPLAY_JAEGER="$(bash "$root/scripts/servers.sh" path jaeger)"
@@ -63,6 +77,33 @@ ensure_test_tools() {
     ensure_docker_compose
     ensure_postgresql
     ensure_chromium
+}
+
+# The proxy tests (tests/proxy) run a Node agent with the npm openai SDK: Node and npm from Debian, the
+# package installed once per machine under the cache folder scripts/servers.sh uses.
+ensure_node_packages() {
+    if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+        if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+            apt-get update -qq
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+        fi
+        if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+            echo "node and npm are missing: the proxy tests run a Node agent (Debian/Ubuntu: sudo apt-get install nodejs npm)." >&2
+            exit 1
+        fi
+    fi
+    local cache="${AGENT_REPLAY_CACHE:-/var/cache/otel-agent-replay}"
+    if ! mkdir -p "$cache" 2>/dev/null || [ ! -w "$cache" ]; then
+        cache="${XDG_CACHE_HOME:-$HOME/.cache}/otel-agent-replay"
+        mkdir -p "$cache"
+    fi
+    local dir="$cache/node-${node_openai_spec//[@\/]/-}"
+    if [ ! -f "$dir/node_modules/openai/package.json" ]; then
+        mkdir -p "$dir"
+        [ -f "$dir/package.json" ] || echo '{"private": true}' > "$dir/package.json"
+        npm install --prefix "$dir" --silent --no-audit --no-fund "$node_openai_spec" >/dev/null
+    fi
+    export AGENT_REPLAY_NODE_MODULES="$dir/node_modules"
 }
 
 # The HTML page tests (tests/pages) open the pages in a real headless browser: Debian's chromium.

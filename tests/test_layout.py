@@ -27,6 +27,7 @@ LAYERS: tuple[str, ...] = (
     "backends",
     "instrumentation",
     "integrations",
+    "proxy",
     "recorder",
     "timetravel",
     "replayer",

@@ -57,6 +57,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "_fork",
         "replay a recording with a step edited (or code changed) and go live where it leaves the recording",
     ),
+    "record": (
+        "_proxy",
+        "run a command (any language) with its HTTP and HTTPS recorded to a tape through a local proxy",
+    ),
+    "replay": ("_proxy", "run a command (any language) sealed: its HTTP and HTTPS answered from the tape, or refused"),
 }
 """Each command, in the order ``--help`` lists them: the module that registers it, and its one-line help
 (the same text the module gives its subparser; a test checks they agree)."""

@@ -138,6 +138,13 @@ RESULT_TYPE: Final = "agent_replay.result_type"
 to give back the same type; absent when the result is plain JSON."""
 ERROR_ARGS: Final = "agent_replay.error.args"
 """JSON array: the args of the exception a failed step raised (redacted)."""
+
+# --- agent_replay.process.* : steps (and runs) seen through the recording proxy ----------------
+PROCESS_COMMAND: Final = "agent_replay.process.command"
+"""The command whose HTTP the proxy turned into this step (``otel-agent-replay record TAPE -- CMD``): its
+arguments joined by spaces, redacted like any argument."""
+PROCESS_PID: Final = "agent_replay.process.pid"
+"""The process id of that command."""
 ERROR_ATTRIBUTES: Final = "agent_replay.error.attributes"
 """JSON object: the exception's public attributes that are plain JSON (``status_code``, ``code``), redacted."""
 KEY_IGNORE: Final = "agent_replay.key_ignore"

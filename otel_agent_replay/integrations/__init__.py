@@ -11,20 +11,32 @@ from __future__ import annotations
 
 from . import clients as _clients  # noqa: F401 (registers the clients' capture points)
 from ._activation import HttpActivation, HttpSettings, activate, hold_mcp, patched, side_effect_rules
-from ._context import suppressed
+from ._context import SUPPRESS_HTTP_KEY, suppressed
+from ._exchange import Exchange, Stream, intercept, response_result
 from ._mcp_effects import mcp_side_effect_rules
+from ._request import Request
 from ._routes import HttpRoute
+from ._wire import check_result, chunks, result_headers
 from .providers import DEFAULT_ROUTES as MODEL_ROUTES
 
 __all__ = [
     "MODEL_ROUTES",
+    "SUPPRESS_HTTP_KEY",
+    "Exchange",
     "HttpActivation",
     "HttpRoute",
     "HttpSettings",
+    "Request",
+    "Stream",
     "activate",
+    "check_result",
+    "chunks",
     "hold_mcp",
+    "intercept",
     "mcp_side_effect_rules",
     "patched",
+    "response_result",
+    "result_headers",
     "side_effect_rules",
     "suppressed",
 ]
