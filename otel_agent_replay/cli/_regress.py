@@ -305,7 +305,10 @@ def check_tapes(paths: Iterable[str], *, max_age_days: float | None = None, prov
                 findings.append(Finding("format", path, str(exc)))
                 continue
             lines: dict[str, int] = {}
-            findings.extend(_secret_findings(path, lines))
+            try:
+                findings.extend(_secret_findings(path, lines))
+            except ValueError as exc:  # the loader skipped what it could not read; the reader cannot go on
+                findings.append(Finding("format", path, f"not scanned for secrets: its lines cannot be read ({exc})"))
         if not tape.runs and not tape.warnings:
             empty = Path(path).stat().st_size == 0
             what = "is empty (0 bytes)" if empty else "holds no spans"

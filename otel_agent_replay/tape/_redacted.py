@@ -21,7 +21,6 @@ from typing import Any
 import orjson
 
 from otel_agent_replay.capture import KEY_PLACEHOLDER, Redactor
-from otel_agent_replay.conversation import redact_stream
 
 from ._span import SpanRecord
 from ._values import StepError
@@ -45,6 +44,9 @@ def clean_string(redactor: Redactor, key: str, text: str) -> str:
         except orjson.JSONDecodeError:
             data = None
         if isinstance(data, (dict, list, str)):
+            # Loaded here: reading a tape without a redactor (load_tape) needs no conversation readers.
+            from otel_agent_replay.conversation import redact_stream
+
             cleaned: Any = redactor(data) if redactor.may_redact(text) else data
             cleaned = redact_stream(cleaned, redactor.redact_text)
             return text if cleaned == data else orjson.dumps(cleaned).decode("utf-8")

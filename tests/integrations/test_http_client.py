@@ -276,6 +276,7 @@ def test_a_paced_replay_hands_out_each_event_at_its_recorded_offset(
     assert {when for when, _ in at_once} == {0.0}  # without pacing they come at once
 
 
+@pytest.mark.parametrize("client", list(CLIENTS))
 def test_a_sealed_https_request_opens_no_connection_not_even_for_the_tls_handshake(tape: Path, client: str) -> None:
     with rest_server() as server:
         with record(tape), agent_run("rest"):
