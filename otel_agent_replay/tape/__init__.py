@@ -6,12 +6,14 @@ Our OTLP JSON Lines, the Collector's file export, one OTLP JSON document, and Ja
 from __future__ import annotations
 
 from ._jaeger import otlp_from_jaeger
+from ._lineage import Lineage, lineage
 from ._load import iter_spans, load_tape
 from ._span import DECODE_ERRORS, SpanDataError, decode_problem
 from ._values import Run, Step, StepError, Tape
 
 __all__ = [
     "DECODE_ERRORS",
+    "Lineage",
     "Run",
     "SpanDataError",
     "Step",
@@ -19,6 +21,7 @@ __all__ = [
     "Tape",
     "decode_problem",
     "iter_spans",
+    "lineage",
     "load_tape",
     "otlp_from_jaeger",
 ]
