@@ -84,18 +84,30 @@ def _cmd_diff(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.json:
         dump_json(result.to_json())
         return 0 if result.same else 1
+    for fork in result.forks:
+        out.print(f"[cyan]{escape(str(fork))}[/cyan]")
     if result.same:
         out.print(f"[green]same[/green]: {escape(result.left)} and {escape(result.right)} do not diverge")
         return 0
     out.print(
-        f"[bold]{escape(result.left)}[/bold] → [bold]{escape(result.right)}[/bold]: "
-        f"[red]{len(result.divergences)} divergence(s)[/red]"
+        f"[bold]{escape(result.left)}[/bold] → [bold]{escape(result.right)}[/bold]: [red]{result.headline()}[/red]"
     )
-    for i, d in enumerate(result.divergences):
-        mark = "[bold red]first[/bold red] " if i == 0 else ""
-        out.print(f"  {mark}[yellow]{escape(d.kind)}[/yellow] {escape(d.step)} {escape(d.path)}")
-        out.print(f"      [red]- {escape(short(d.left, 160))}[/red]")
-        out.print(f"      [green]+ {escape(short(d.right, 160))}[/green]")
+    for i, cause in enumerate(result.causes):
+        mark = "[bold red]first cause[/bold red]" if i == 0 else "[bold]cause[/bold]"
+        where = f" {escape(cause.step)}" if cause.step else ""
+        out.print(f"  {mark} [yellow]{escape(cause.origin.value)}[/yellow]{where}")
+        for d in cause.differences:
+            out.print(f"      {escape(d.kind.value)} {escape(d.path)}")
+            out.print(f"      [red]- {escape(short(d.left, 160))}[/red]")
+            out.print(f"      [green]+ {escape(short(d.right, 160))}[/green]")
+        if cause.consequences:
+            out.print(f"    [dim]{cause.count} consequence(s):[/dim]")
+        for c in cause.consequences:
+            d = c.difference
+            out.print(
+                f"      [dim]{escape(c.carried.value):>6}[/dim] {escape(d.kind.value)} {escape(d.step)} "
+                f"{escape(d.path)}: {escape(short(d.left, 60))} → {escape(short(d.right, 60))}"
+            )
     return 1
 
 

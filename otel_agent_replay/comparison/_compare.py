@@ -18,9 +18,10 @@ from typing import Any
 
 import orjson
 
-from otel_agent_replay.core import DivergenceKind, StepKind, project_settings
-from otel_agent_replay.tape import Run, Step, Tape, load_tape
+from otel_agent_replay.core import CauseOrigin, DivergenceKind, StepKind, project_settings
+from otel_agent_replay.tape import Lineage, Run, Step, Tape, lineage, load_tape
 
+from ._causes import Cause, answered_with_parent, difference_json, explain
 from ._diff import ABSENT, Difference
 from ._model import model_view
 
@@ -113,13 +114,55 @@ STRICT = Policy(ignore=(), model_volatile=False)
 """A policy that ignores nothing (model steps' volatile fields and raw stream events included)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Forked:
+    """One side's run is a fork: of the other side's run (``of_other``) or of another recording."""
+
+    side: str
+    """``left`` or ``right``."""
+    run_id: str
+    lineage: Lineage
+    of_other: bool
+
+    def __str__(self) -> str:
+        other = "left" if self.side == "right" else "right"
+        whose = f"the {other} run" if self.of_other else f"run {self.lineage.run_id}"
+        text = f"{self.side} run {self.run_id} is a fork of {whose}"
+        if self.lineage.tape:
+            text += f" ({self.lineage.tape})"
+        if self.lineage.step_id:
+            text += f" at step {self.lineage.step_id}"
+        if self.lineage.edits:
+            text += f", edit {self.lineage.edit_text()}"
+        if self.lineage.diverged_at and self.lineage.diverged_at != self.lineage.step_id:
+            text += f"; it diverged at {self.lineage.diverged_at}"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return {"side": self.side, "run_id": self.run_id, "of_other": self.of_other, **self.lineage.to_json()}
+
+
 @dataclass(frozen=True)
 class Comparison:
-    """The differences between two runs (or two tapes, run by run), behaviour first."""
+    """The differences between two runs (or two tapes, run by run), behaviour first; and the same
+    differences as causes, each with the consequences it carries (``causes``)."""
 
     left: str
     right: str
     differences: tuple[Difference, ...]
+    causes: tuple[Cause, ...] = ()
+    """The causal diff: each cause (the first difference in what the agent was given) with the later
+    differences that carry it, in the order the steps ran. Every difference is in exactly one cause."""
+    forks: tuple[Forked, ...] = ()
+    """The runs of either side that are forks, and of what."""
+    answered: tuple[str, ...] = ()
+    """Steps one side has and the other does not because their parent was answered without running (a
+    replayed or edited tool makes no child steps): not differences."""
+
+    @property
+    def first_cause(self) -> Cause | None:
+        """The first cause, or None."""
+        return self.causes[0] if self.causes else None
 
     @property
     def same(self) -> bool:
@@ -143,28 +186,32 @@ class Comparison:
     def __bool__(self) -> bool:
         return not self.same
 
-    def __str__(self) -> str:
+    def headline(self) -> str:
+        """``1 cause (4 consequences)`` or ``no divergence``."""
         if self.same:
-            return f"{self.left} and {self.right}: no divergence"
-        lines = [f"{self.left} → {self.right}: {len(self.differences)} divergence(s)"]
-        lines.extend(f"  {d}" for d in self.differences)
+            return "no divergence"
+        consequences = sum(c.count for c in self.causes)
+        return f"{len(self.causes)} cause(s), {consequences} consequence(s); {len(self.differences)} difference(s)"
+
+    def __str__(self) -> str:
+        lines = [f"{self.left} → {self.right}: {self.headline()}"]
+        lines.extend(f"  {f}" for f in self.forks)
+        for cause in self.causes:
+            lines.extend(f"  {line}" for line in str(cause).splitlines())
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
-        """Plain JSON data for machines."""
+        """Plain JSON data for machines: the causes first, each with its consequences; then every
+        difference flat (``divergences``, as before)."""
         return {
             "left": self.left,
             "right": self.right,
             "same": self.same,
-            "divergences": [
-                {"kind": d.kind.value, "step": d.step, "path": d.path, "left": _plain(d.left), "right": _plain(d.right)}
-                for d in self.differences
-            ],
+            "forks": [f.to_json() for f in self.forks],
+            "causes": [c.to_json() for c in self.causes],
+            "answered": list(self.answered),
+            "divergences": [difference_json(d) for d in self.differences],
         }
-
-
-def _plain(value: Any) -> Any:
-    return None if value is ABSENT else value
 
 
 RunSource = Run | Tape | str | os.PathLike[str]
@@ -185,13 +232,47 @@ def compare(a: RunSource, b: RunSource, policy: Policy | None = None) -> Compari
     left_runs, left_name = _runs(a)
     right_runs, right_name = _runs(b)
     found: list[Difference] = []
+    causes: list[Cause] = []
+    answered: list[str] = []
     if len(left_runs) != len(right_runs):
-        found.append(_diff(DivergenceKind.RUN_COUNT, "", "runs", len(left_runs), len(right_runs)))
+        runs = _diff(DivergenceKind.RUN_COUNT, "", "runs", len(left_runs), len(right_runs))
+        found.append(runs)
+        causes.append(Cause(CauseOrigin.RUNS, "", (runs,)))
     for left, right in zip(left_runs, right_runs, strict=False):
-        found.extend(_compare_runs(left, right, policy))
+        skip = answered_with_parent(left, right)
+        diffs = [d for d in _compare_runs(left, right, policy) if not (d.step in skip and d.kind in _PRESENCE)]
+        found.extend(diffs)
+        causes.extend(explain(left, right, diffs, _edited(left, right)))
+        answered.extend(sorted(skip))
     rank = {kind: i for i, kind in enumerate(KIND_ORDER)}
     ordered = sorted(enumerate(found), key=lambda item: (rank.get(item[1].kind, len(rank)), item[0]))
-    return Comparison(left_name, right_name, tuple(d for _, d in ordered))
+    forks = _forks(left_runs, right_runs)
+    return Comparison(left_name, right_name, tuple(d for _, d in ordered), tuple(causes), forks, tuple(answered))
+
+
+_PRESENCE = frozenset({DivergenceKind.STEP_MISSING, DivergenceKind.STEP_EXTRA})
+
+
+def _edited(left: Run, right: Run) -> set[str]:
+    """The steps an edit answered, on either side (a fork's lineage)."""
+    found: set[str] = set()
+    for run in (left, right):
+        seen = lineage(run)
+        if seen is not None:
+            found.update(seen.edits)
+    return found
+
+
+def _forks(left_runs: tuple[Run, ...], right_runs: tuple[Run, ...]) -> tuple[Forked, ...]:
+    found: list[Forked] = []
+    left_ids = {r.run_id for r in left_runs}
+    right_ids = {r.run_id for r in right_runs}
+    for side, runs, others in (("left", left_runs, right_ids), ("right", right_runs, left_ids)):
+        for run in runs:
+            seen = lineage(run)
+            if seen is not None:
+                found.append(Forked(side, run.run_id, seen, seen.run_id in others))
+    return tuple(found)
 
 
 def _compare_runs(left: Run, right: Run, policy: Policy) -> list[Difference]:

@@ -7,6 +7,8 @@ from otel_agent_replay._version import __version__
 from . import attributes
 from ._choices import (
     DECLARABLE_SIDE_EFFECTS,
+    Carried,
+    CauseOrigin,
     Choice,
     DivergenceKind,
     DriftPolicy,
@@ -71,6 +73,8 @@ __all__ = [
     "MAX_LINE_BYTES",
     "AgentReplayError",
     "AgentReplayWarning",
+    "Carried",
+    "CauseOrigin",
     "Choice",
     "ConfigurationError",
     "DivergenceKind",

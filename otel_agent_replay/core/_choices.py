@@ -176,6 +176,40 @@ class DivergenceKind(Choice):
     OUTPUT = "output"
 
 
+class CauseOrigin(Choice):
+    """What a cause in ``compare``'s causal diff is: the first difference in what the agent was given."""
+
+    EDIT = "edit"
+    """An edited step's result (the fork's ``edit=``)."""
+    TOOL_RESULT = "tool_result"
+    """A tool asked the same gave another result (or error)."""
+    MODEL_ANSWER = "model_answer"
+    """A model asked the same answered otherwise."""
+    ARGUMENT = "argument"
+    """An argument the code changed (a prompt, a parameter) that no earlier difference carries."""
+    INPUT = "input"
+    """The run's task or input."""
+    STEP = "step"
+    """A step one side made and the other did not (or another tool, order, parent) before any other cause."""
+    OUTPUT = "output"
+    """The run's output, with nothing before it that differs."""
+    RUNS = "runs"
+    """The tapes hold different numbers of runs."""
+
+
+class Carried(Choice):
+    """How a consequence follows from its cause."""
+
+    DATA = "data"
+    """The changed value (or what a model wrote from it) appears in this difference's new value."""
+    INPUT = "input"
+    """The step's input carried the cause, so its output that differs is the cause's too."""
+    PARENT = "parent"
+    """The step's causal parent (``parent_step_id``) is part of the cause's chain."""
+    AFTER = "after"
+    """No data link: the step came after the cause in the run (a branch the code took, a step left out)."""
+
+
 RecordModeName = Literal["none", "once", "new_episodes", "all"]
 SideEffectName = Literal["read_only", "write", "external"]
 SideEffectPolicyName = Literal["refuse", "stub"]

@@ -11,6 +11,7 @@ import datetime as _dt
 import warnings
 from typing import Any
 
+from otel_agent_replay.capture import capture_value
 from otel_agent_replay.comparison import describe, json_changes
 from otel_agent_replay.core import (
     DivergenceKind,
@@ -106,6 +107,9 @@ class Decider:
             if step.expires_at or (spec.version is not None and step.tool_version is not None):
                 self._check_fresh(spec, step, run_id, n)
             edited, value = self._edits.get(step) if self._edits else (False, None)
+            if edited:
+                asked = edit_json(self._edits.by_step[step.step_id], prep)  # as the user gave it, not the response
+                self.fork.edited(run_id=run_id, step=step, value=asked, run_span=prep.run.span)
             override = value if edited else self._override(name, n)
             if override is not _NO_OVERRIDE:
                 stub = () if read_only else ("stubbed_side_effects",)
@@ -321,3 +325,13 @@ class Decider:
                 self.ledger.fail(TapeStale(message), run_id, step.tool, n, step.seq)
             self.ledger.diverge(DivergenceKind.STALE, run_id, step.tool, n, step.seq, message)
             warnings.warn(message, TapeWarning, stacklevel=4)
+
+
+def edit_json(value: Any, prep: Prepared) -> Any:
+    """An edit as the fork's run span records it: redacted JSON data, an exception as its type and message."""
+    capture = prep.run.capture
+    if isinstance(value, type) and issubclass(value, BaseException):
+        return {"raise": value.__name__}
+    if isinstance(value, BaseException):
+        return {"raise": type(value).__name__, "message": capture.redactor.redact_text(str(value))}
+    return capture_value(value, capture)

@@ -98,7 +98,7 @@ class ReplaySession:
         self.capture = Capture(redactor=options.redactor, keys=KeyRules(options.key_ignore))
         self._tracer = replay_tracer()
         self.ledger = Ledger()
-        self.fork_state = ForkState(options.then_policy, fork_tape)
+        self.fork_state = ForkState(options.then_policy, fork_tape, tape_path)
         self._decider = Decider(options, self.ledger, tape, tape_path, self.fork_state)
         self._lock = threading.Lock()
         self._runs = RunBinder(weakref.ref(self), options, tape, self.ledger, self.capture)

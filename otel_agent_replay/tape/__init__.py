@@ -6,6 +6,7 @@ Our OTLP JSON Lines, the Collector's file export, one OTLP JSON document, and Ja
 from __future__ import annotations
 
 from ._jaeger import otlp_from_jaeger
+from ._lineage import Lineage, lineage
 from ._load import iter_spans, load_tape
 from ._redacted import clean_attribute, clean_attributes, clean_string, clean_text, redact_record
 from ._span import DECODE_ERRORS, SpanDataError, decode_problem
@@ -13,6 +14,7 @@ from ._values import Run, Step, StepError, Tape
 
 __all__ = [
     "DECODE_ERRORS",
+    "Lineage",
     "Run",
     "SpanDataError",
     "Step",
@@ -24,6 +26,7 @@ __all__ = [
     "clean_text",
     "decode_problem",
     "iter_spans",
+    "lineage",
     "load_tape",
     "otlp_from_jaeger",
     "redact_record",

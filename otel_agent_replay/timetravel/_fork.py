@@ -5,7 +5,9 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import orjson
 from opentelemetry.trace import Link, Span, SpanContext, TraceFlags
 
 from otel_agent_replay.core import Then
@@ -56,11 +58,32 @@ def _link_to(step: Step) -> list[Link]:
 class ForkState:
     """One replay's fork: ``then`` says what happens at the first divergence; ``fork`` notes it once."""
 
-    def __init__(self, then: Then, tape: Path | None) -> None:
+    def __init__(self, then: Then, tape: Path | None, recording: str | None = None) -> None:
         self.then = then
         self.tape = tape
+        self.recording = recording
+        """The recording's tape (written on the forked run's span, ``agent_replay.fork.tape``)."""
         self._fork: Fork | None = None
         self._lock = threading.Lock()
+        self._edited: dict[int, dict[str, Any]] = {}  # run span id → the edits it was served
+
+    def edited(self, *, run_id: str, step: Step, value: Any, run_span: Span | None) -> None:
+        """An edited step was served: the live run's span says it is a fork of that step, with that edit
+        (``value``: the edit as redacted JSON data), and links to the recorded step."""
+        if run_span is None or not run_span.is_recording():
+            return
+        with self._lock:
+            edits = self._edited.setdefault(run_span.get_span_context().span_id, {})
+            first = not edits
+            edits[step.step_id] = value
+            text = orjson.dumps(edits).decode("utf-8")
+        run_span.set_attribute(A.FORK_EDIT, text)
+        if first:
+            run_span.set_attribute(A.FORKED_FROM, f"{run_id}:{step.step_id}")
+            if self.recording:
+                run_span.set_attribute(A.FORK_TAPE, self.recording)
+        for link in _link_to(step):
+            run_span.add_link(link.context, link.attributes)
 
     @property
     def forks(self) -> bool:
@@ -102,7 +125,14 @@ class ForkState:
                 str(self.tape) if self.tape else None,
             )
         if run_span is not None and run_span.is_recording():
-            run_span.set_attribute(A.FORKED_FROM, f"{run_id}:{fork.step_id or ''}")
+            with self._lock:
+                edited = run_span.get_span_context().span_id in self._edited
+            if not edited:  # an edited run forked at its (first) edit already
+                run_span.set_attribute(A.FORKED_FROM, f"{run_id}:{fork.step_id or ''}")
+                if self.recording:
+                    run_span.set_attribute(A.FORK_TAPE, self.recording)
+            if fork.step_id:
+                run_span.set_attribute(A.FORK_DIVERGED_AT, fork.step_id)
             for link in _link_to(step) if step is not None else ():
                 run_span.add_link(link.context, link.attributes)
         return fork

@@ -1,0 +1,123 @@
+"""The causal diff on a real fork: the openai SDK against the fake provider, a weather tool over httpx.
+
+Recorded once; forked with ``edit={"get_weather#1": {... "sky": "rainy"}}`` and ``then="live"``; then
+``diff`` (text and ``--json``) and ``compare()`` must name one cause, the edit, with the model's new
+messages, its answer, the note and the output nested under it, and no missing child step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from helpers import weather_fork
+from helpers.model_server import FakeProvider, fake_provider
+
+from otel_agent_replay import compare, load_tape, record, replay
+from otel_agent_replay.cli import main
+
+RAINY = {"city": "Paris", "sky": "rainy", "temp_c": 18}
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProvider]:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    monkeypatch.setenv("NOTES_DIR", str(notes))
+    with fake_provider() as fp, weather_fork.weather_service() as url:
+        monkeypatch.setenv("WEATHER_URL", url)
+        yield fp
+
+
+def _record(path: Path, fp: FakeProvider, tools: int = 1) -> Path:
+    with record(path):
+        weather_fork.weather_agent(fp.openai_url, tools=tools)
+    note = Path(weather_fork.os.environ["NOTES_DIR"]) / "note.txt"
+    assert note.exists()
+    note.unlink()
+    return path
+
+
+def _fork(tape: Path, fp: FakeProvider, edit: dict[str, object], tools: int = 1) -> Path:
+    fork_tape = tape.with_name("what-if.jsonl")
+    with replay(tape, edit=edit, then="live", stub=("save_note",), fork_tape=fork_tape) as r:
+        text = weather_fork.weather_agent(fp.openai_url, tools=tools)
+    assert "rainy" in text  # the model answered from the edited result
+    assert not (Path(weather_fork.os.environ["NOTES_DIR"]) / "note.txt").exists()  # the write stayed stubbed
+    assert r.fork is not None and r.fork.step_id == "openai.chat.completions#2"
+    return fork_tape
+
+
+def _diff_json(a: Path, b: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, object]]:
+    status = main(["diff", str(a), str(b), "--json"])
+    return status, orjson.loads(capsys.readouterr().out)
+
+
+def test_an_edited_tool_result_is_one_cause_with_its_consequences_nested(
+    tmp_path: Path, world: FakeProvider, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tape = _record(tmp_path / "weather.jsonl", world)
+    (recorded,) = load_tape(tape).runs
+    child = next(s.step_id for s in recorded.steps if s.parent_step_id == "get_weather#1")
+    assert child.startswith("get_weather#1/GET 127.0.0.1:")  # the tool's own HTTP call is on the tape
+    fork_tape = _fork(tape, world, {"get_weather#1": RAINY})
+
+    status, data = _diff_json(tape, fork_tape, capsys)
+    assert status == 1
+    assert list(data).index("causes") < list(data).index("divergences")
+    (cause,) = data["causes"]  # type: ignore[misc]
+    assert cause["origin"] == "edit" and cause["step"] == "get_weather#1"
+    assert (cause["path"], cause["left"], cause["right"]) == ("result.sky", "sunny", "rainy")
+    consequences = cause["consequences"]
+    assert cause["consequence_count"] == len(consequences) >= 4
+    steps = {(c["step"], c["kind"], c["carried"]) for c in consequences}
+    assert ("openai.chat.completions#2", "args", "data") in steps  # the tool message carried "rainy"
+    assert ("openai.chat.completions#2", "result", "input") in steps  # the model's answer written from it
+    assert ("save_note#1", "args", "data") in steps  # the note the model's answer became
+    assert ("", "output", "data") in steps
+    assert all(d["kind"] != "step_missing" for d in data["divergences"])  # type: ignore[attr-defined]
+    assert data["answered"] == [child]
+    (fork,) = data["forks"]  # type: ignore[misc]
+    assert fork["side"] == "right" and fork["of_other"] is True and fork["step_id"] == "get_weather#1"
+    assert fork["edits"] == {"get_weather#1": RAINY} and fork["tape"] == str(tape)
+
+    result = compare(tape, fork_tape)
+    assert result.first_cause is not None and result.first_cause.count == len(consequences)
+    assert len(result.differences) == 1 + len(consequences)  # every difference sits in the one cause
+
+    assert main(["diff", str(tape), str(fork_tape)]) == 1
+    text = capsys.readouterr().out
+    assert "1 cause(s)" in text and f"{len(consequences)} consequence(s)" in text
+    assert "first cause edit get_weather#1" in text and "result.sky" in text
+    assert '- "sunny"' in text and '+ "rainy"' in text
+    assert "right run" in text and "is a fork of the left run" in text and "step_missing" not in text
+
+
+def test_two_independent_tool_results_are_two_causes(
+    tmp_path: Path, world: FakeProvider, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tape = _record(tmp_path / "weather.jsonl", world, tools=2)
+    edits = {"get_weather#1": RAINY, "get_time#1": {"city": "Paris", "local": "23:50"}}
+    fork_tape = _fork(tape, world, edits, tools=2)
+    status, data = _diff_json(tape, fork_tape, capsys)
+    assert status == 1
+    causes = data["causes"]
+    assert [(c["origin"], c["step"], c["path"]) for c in causes] == [  # type: ignore[attr-defined]
+        ("edit", "get_weather#1", "result.sky"),
+        ("edit", "get_time#1", "result.local"),
+    ]
+    chat = [c for c in causes[1]["consequences"] if c["step"] == "openai.chat.completions#2"]  # type: ignore[index]
+    assert [c["carried"] for c in chat] == ["data"]  # the time's tool message is the time's consequence
+
+
+def test_a_recording_diffed_with_itself_and_with_its_plain_replay_is_the_same(
+    tmp_path: Path, world: FakeProvider, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tape = _record(tmp_path / "weather.jsonl", world)
+    assert main(["diff", str(tape), str(tape)]) == 0
+    assert "do not diverge" in capsys.readouterr().out
+    again = _record(tmp_path / "again.jsonl", world)
+    status, data = _diff_json(tape, again, capsys)
+    assert status == 0 and data["causes"] == [] and data["forks"] == []
