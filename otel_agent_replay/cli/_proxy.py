@@ -26,7 +26,7 @@ from rich.markup import escape
 
 from otel_agent_replay.core import AgentReplayError, ConfigurationError, visible
 from otel_agent_replay.core import attributes as A
-from otel_agent_replay.instrumentation import agent_run
+from otel_agent_replay.instrumentation import RunHandle, agent_run
 from otel_agent_replay.proxy import ChildProxy
 from otel_agent_replay.recorder import record
 from otel_agent_replay.replayer import Hints, replay
@@ -103,6 +103,15 @@ def _run(words: list[str], proxy: ChildProxy) -> int:
     return status if status >= 0 else 128 - status
 
 
+def _run_in(run: RunHandle, words: list[str], proxy: ChildProxy) -> int:
+    """The command run through the proxy as the run's process: its command and pid on the run span."""
+    run.span.set_attribute(A.PROCESS_COMMAND, proxy.process.command)
+    status = _run(words, proxy)
+    if proxy.process.pid is not None:
+        run.span.set_attribute(A.PROCESS_PID, proxy.process.pid)
+    return status
+
+
 def _cmd_record(args: argparse.Namespace, out: Console, err: Console) -> int:
     words = _command(args)
     name = _agent_name(args, words)
@@ -111,10 +120,7 @@ def _cmd_record(args: argparse.Namespace, out: Console, err: Console) -> int:
         agent_run(name, task=shlex.join(words)) as run,
         ChildProxy(os.environ, command=shlex.join(words)) as proxy,
     ):
-        run.span.set_attribute(A.PROCESS_COMMAND, proxy.process.command)
-        status = _run(words, proxy)
-        if proxy.process.pid is not None:
-            run.span.set_attribute(A.PROCESS_PID, proxy.process.pid)
+        status = _run_in(run, words, proxy)
     err.print(f"recorded {escape(name)} to {escape(str(args.tape))} (the command exited {status})")
     return status
 
@@ -141,10 +147,7 @@ def _cmd_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
             agent_run(name, task=shlex.join(words)) as run,
             ChildProxy(os.environ, command=shlex.join(words)) as proxy,
         ):
-            run.span.set_attribute(A.PROCESS_COMMAND, proxy.process.command)
-            status = _run(words, proxy)
-            if proxy.process.pid is not None:
-                run.span.set_attribute(A.PROCESS_PID, proxy.process.pid)
+            status = _run_in(run, words, proxy)
     except AgentReplayError as exc:
         if session is None:
             raise  # the tape could not be read, or an option is wrong: a usage error (2)
