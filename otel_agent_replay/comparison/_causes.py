@@ -206,15 +206,22 @@ class _Explainer:
         carrier = self._carrier(value) if value is not None else None
         if carrier is not None:
             return carrier, Carried.DATA
+        above = self._ancestor(step_id)
+        if above is not None:
+            return above, Carried.PARENT
+        if self.causes:
+            return self.causes[-1], Carried.AFTER
+        return None
+
+    def _ancestor(self, step_id: str) -> _Building | None:
+        """The cause of the nearest causal ancestor (``parent_step_id``, upwards) that has one."""
         step = self.right.get(step_id) or self.left.get(step_id)
         parent = step.parent_step_id if step is not None else ""
         while parent:
             if parent in self.of_step:
-                return self.of_step[parent], Carried.PARENT
+                return self.of_step[parent]
             above = self.right.get(parent) or self.left.get(parent)
             parent = above.parent_step_id if above is not None else ""
-        if self.causes:
-            return self.causes[-1], Carried.AFTER
         return None
 
     def run_level(self, diffs: list[Difference]) -> None:
@@ -252,9 +259,12 @@ class _Explainer:
             new = self._new(CauseOrigin.ARGUMENT, step_id, seq, fresh)
             mine = mine or new
         if outcome:
-            if mine is not None:  # what it was asked changed: what it gave follows
+            how = Carried.INPUT  # what it was asked changed: what it gave follows
+            if mine is None and (inside := self._ancestor(step_id)) is not None:
+                mine, how = inside, Carried.PARENT  # a step inside a tool whose result is already a cause
+            if mine is not None:
                 for d in outcome:
-                    mine.consequences.append(Consequence(d, Carried.INPUT))
+                    mine.consequences.append(Consequence(d, how))
                     mine.taint.add_change(d.left, d.right)
             else:
                 mine = self._new(self._origin(step_id, here), step_id, seq, outcome)
