@@ -5,9 +5,10 @@ or a model answer that differs for the same question, an argument the code chang
 A later difference is a consequence of a cause when it carries it, by data: the changed value (or a
 value a model wrote from it) appears in the later difference's new value; a step whose input carried
 a cause has its differing output counted under the same cause, and so does a step inside a step that
-is part of a cause (a tool's own HTTP call, whose answer differs as the tool's result does). Structural differences (a step one
-side made and the other did not) have no data: they go under the cause of their causal parent, else
-under the latest cause before them, else they are causes of their own. The rule, and where it can be
+is part of a cause (a tool's own HTTP call, whose answer differs as the tool's result does).
+Structural differences (a step one side made and the other did not) have no data: they go under the
+cause of their causal parent, else under the latest cause before them, else they are causes of their
+own. The rule, and where it can be
 wrong, is in ``docs/design.md`` ("Reading a change").
 """
 
