@@ -27,7 +27,7 @@ from otel_agent_replay.conversation import (
     sent_messages,
 )
 from otel_agent_replay.core import TapeFormatError, visible
-from otel_agent_replay.tape import Run, Step, Tape, load_tape
+from otel_agent_replay.tape import Run, Step, Tape, lineage, load_tape
 
 from ._cost import money, run_cost, step_cost
 from ._output import dump_json
@@ -73,8 +73,9 @@ def step_json(step: Step) -> dict[str, Any]:
 
 
 def run_json(run: Run) -> dict[str, Any]:
-    """A run and its steps as plain JSON data for ``--json``."""
+    """A run and its steps as plain JSON data for ``--json`` (``forked_from``: a fork's lineage, else None)."""
     cost = run_cost(run.steps)
+    forked = lineage(run)
     return {
         "run_id": run.run_id,
         "trace_id": run.trace_id,
@@ -88,6 +89,7 @@ def run_json(run: Run) -> dict[str, Any]:
         "input_tokens": sum(s.input_tokens or 0 for s in run.steps),
         "output_tokens": sum(s.output_tokens or 0 for s in run.steps),
         "cost_usd": None if cost is None else float(cost),
+        "forked_from": None if forked is None else forked.to_json(),
         "steps": [step_json(s) for s in run.steps],
     }
 
@@ -138,6 +140,12 @@ def _model_said(step: Step, limit: int | None) -> str | None:
     return text + f"\n    said {escape(said_text(said, limit))}"
 
 
+def fork_line(run: Run) -> str:
+    """A forked run's lineage as one markup line (``fork of TAPE, run …, at step …, edit …``), else ""."""
+    forked = lineage(run)
+    return "" if forked is None else f"[cyan]{escape(visible(str(forked), newlines=False))}[/cyan]"
+
+
 def _signature(message: Message) -> tuple[str, str]:
     return (str(message.get("role")), said_text([message], None))
 
@@ -150,6 +158,8 @@ def render_conversation(run: Run, console: Console, *, full: bool = False) -> No
         f"[bold]run {escape(run.run_id)}[/bold]  agent {escape(visible(run.agent_name or '?'))}"
         + (f"  input {escape(_short(run.input_json, 100))}" if run.input_json else "")
     )
+    if forked := fork_line(run):
+        console.print(f"  {forked}")
     history: list[tuple[str, str]] = []
     for step in run.steps:
         if step.kind != "llm":
@@ -210,6 +220,8 @@ def render_run(run: Run, *, full: bool = False) -> Tree:
         f"{' v' + escape(run.agent_version) if run.agent_version else ''}  "
         f"{len(run.steps)} steps{usage}{state}"
     )
+    if forked := fork_line(run):
+        head += f"\n{forked}"
     root = Tree(head)
     nodes: dict[str, Tree] = {}
     kinds = {s.step_id: s.kind for s in run.steps}
@@ -252,6 +264,8 @@ def _show_step(runs: tuple[Run, ...], step_id: str, out: Console) -> int:
         raise TapeFormatError(f"no step {step_id!r} in the runs shown (steps: {', '.join(known) or 'none'})")
     for run, step in found:
         out.print(f"[bold]run {escape(run.run_id)}[/bold]  agent {escape(run.agent_name or '?')}")
+        if forked := fork_line(run):
+            out.print(forked)
         out.print(_step_label(step, None).split("\n", 1)[0])
         out.print(f"  parent {escape(step.parent_step_id or '(the run)')}  call key {escape(step.call_key)}")
         out.print("  args")

@@ -21,7 +21,7 @@ from rich.table import Table
 from otel_agent_replay.capture import DEFAULT_REDACTOR
 from otel_agent_replay.comparison import STRICT, Policy, compare, short
 from otel_agent_replay.conversation import redact_stream
-from otel_agent_replay.core import SideEffect, StepKind, TapeFormatError, TapeNotFoundError, TapeWarning
+from otel_agent_replay.core import SideEffect, StepKind, TapeFormatError, TapeNotFoundError, TapeWarning, visible
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.tape import Run, Tape, load_tape
 
@@ -85,7 +85,7 @@ def _cmd_diff(args: argparse.Namespace, out: Console, err: Console) -> int:
         dump_json(result.to_json())
         return 0 if result.same else 1
     for fork in result.forks:
-        out.print(f"[cyan]{escape(str(fork))}[/cyan]")
+        out.print(f"[cyan]{escape(visible(str(fork), newlines=False))}[/cyan]")
     if result.same:
         out.print(f"[green]same[/green]: {escape(result.left)} and {escape(result.right)} do not diverge")
         return 0

@@ -4,9 +4,11 @@ A cause is the first difference in what the agent was given: an edited step's re
 or a model answer that differs for the same question, an argument the code changed, the run's input.
 A later difference is a consequence of a cause when it carries it, by data: the changed value (or a
 value a model wrote from it) appears in the later difference's new value; a step whose input carried
-a cause has its differing output counted under the same cause. Structural differences (a step one
-side made and the other did not) have no data: they go under the cause of their causal parent, else
-under the latest cause before them, else they are causes of their own. The rule, and where it can be
+a cause has its differing output counted under the same cause, and so does a step inside a step that
+is part of a cause (a tool's own HTTP call, whose answer differs as the tool's result does).
+Structural differences (a step one side made and the other did not) have no data: they go under the
+cause of their causal parent, else under the latest cause before them, else they are causes of their
+own. The rule, and where it can be
 wrong, is in ``docs/design.md`` ("Reading a change").
 """
 
@@ -206,15 +208,22 @@ class _Explainer:
         carrier = self._carrier(value) if value is not None else None
         if carrier is not None:
             return carrier, Carried.DATA
+        above = self._ancestor(step_id)
+        if above is not None:
+            return above, Carried.PARENT
+        if self.causes:
+            return self.causes[-1], Carried.AFTER
+        return None
+
+    def _ancestor(self, step_id: str) -> _Building | None:
+        """The cause of the nearest causal ancestor (``parent_step_id``, upwards) that has one."""
         step = self.right.get(step_id) or self.left.get(step_id)
         parent = step.parent_step_id if step is not None else ""
         while parent:
             if parent in self.of_step:
-                return self.of_step[parent], Carried.PARENT
+                return self.of_step[parent]
             above = self.right.get(parent) or self.left.get(parent)
             parent = above.parent_step_id if above is not None else ""
-        if self.causes:
-            return self.causes[-1], Carried.AFTER
         return None
 
     def run_level(self, diffs: list[Difference]) -> None:
@@ -252,9 +261,12 @@ class _Explainer:
             new = self._new(CauseOrigin.ARGUMENT, step_id, seq, fresh)
             mine = mine or new
         if outcome:
-            if mine is not None:  # what it was asked changed: what it gave follows
+            how = Carried.INPUT  # what it was asked changed: what it gave follows
+            if mine is None and (inside := self._ancestor(step_id)) is not None:
+                mine, how = inside, Carried.PARENT  # a step inside a tool whose result is already a cause
+            if mine is not None:
                 for d in outcome:
-                    mine.consequences.append(Consequence(d, Carried.INPUT))
+                    mine.consequences.append(Consequence(d, how))
                     mine.taint.add_change(d.left, d.right)
             else:
                 mine = self._new(self._origin(step_id, here), step_id, seq, outcome)

@@ -32,6 +32,11 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .side { width: 50%; } .kind { color: #5b6475; font-size: 12px; }
 .verdict-pass { background: #e7f6ec; } .verdict-fail, .verdict-regressed { background: #fde8e8; }
 .verdict-flaky { background: #fff6db; } .verdict-fixed { background: #e6f0ff; }
+tr.cause, li.cause { background: #fde2e1; } tr.consequence { background: #fff6db; } tr.answered { color: #5b6475; }
+.label { font-size: 11px; font-weight: 700; padding: 0 4px; border-radius: 3px; } .label-cause { background: #b42318;
+  color: #fff; } .label-consequence { background: #edc948; } .label-answered, .label-missing { background: #d5d9e0; }
+.lineage { border-left: 4px solid #4e79a7; background: #eef3fa; padding: 4px 8px; margin: 4px 0; }
+li.cause { margin: 6px 0; padding: 4px 8px; } details { margin: 4px 0; } summary { cursor: pointer; }
 """
 
 

@@ -35,7 +35,7 @@ from otel_agent_replay.core.attributes import (
     STEP_ID,
     run_span_name,
 )
-from otel_agent_replay.tape import Run, Step, StepError
+from otel_agent_replay.tape import Run, Step, StepError, lineage
 
 from ._messages import transcript
 
@@ -121,6 +121,7 @@ def _session_row(run: Run, tags: list[str], source: str | None) -> tuple[Any, ..
     input_hash = attrs.get(INPUT_HASH)
     if not isinstance(input_hash, str) and run.input_json is not None:
         input_hash = hashlib.sha256(run.input_json.encode("utf-8")).hexdigest()
+    forked = lineage(run)
     extra: dict[str, Any] = {
         "span_id": run.span_id or None,
         "conversation_id": run.conversation_id,
@@ -132,6 +133,7 @@ def _session_row(run: Run, tags: list[str], source: str | None) -> tuple[Any, ..
         "tape": source,
         "divergences": _count(attrs.get(DIVERGENCES)),
         "judge_errors": _texts(attrs.get(JUDGE_ERRORS)),
+        "forked_from": None if forked is None else forked.to_json(),
     }
     if run.complete:
         status = "failed" if run.error is not None else "success"

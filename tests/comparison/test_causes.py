@@ -13,41 +13,17 @@ from pathlib import Path
 import orjson
 import pytest
 from helpers import weather_fork
-from helpers.model_server import FakeProvider, fake_provider
+from helpers.model_server import FakeProvider
+from helpers.weather_fork import RAINY, fork_weather, record_weather
 
-from otel_agent_replay import compare, load_tape, record, replay
+from otel_agent_replay import compare, load_tape
 from otel_agent_replay.cli import main
-
-RAINY = {"city": "Paris", "sky": "rainy", "temp_c": 18}
 
 
 @pytest.fixture
 def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProvider]:
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    monkeypatch.setenv("NOTES_DIR", str(notes))
-    with fake_provider() as fp, weather_fork.weather_service() as url:
-        monkeypatch.setenv("WEATHER_URL", url)
+    with weather_fork.weather_world(tmp_path, monkeypatch) as fp:
         yield fp
-
-
-def _record(path: Path, fp: FakeProvider, tools: int = 1) -> Path:
-    with record(path):
-        weather_fork.weather_agent(fp.openai_url, tools=tools)
-    note = Path(weather_fork.os.environ["NOTES_DIR"]) / "note.txt"
-    assert note.exists()
-    note.unlink()
-    return path
-
-
-def _fork(tape: Path, fp: FakeProvider, edit: dict[str, object], tools: int = 1) -> Path:
-    fork_tape = tape.with_name("what-if.jsonl")
-    with replay(tape, edit=edit, then="live", stub=("save_note",), fork_tape=fork_tape) as r:
-        text = weather_fork.weather_agent(fp.openai_url, tools=tools)
-    assert "rainy" in text  # the model answered from the edited result
-    assert not (Path(weather_fork.os.environ["NOTES_DIR"]) / "note.txt").exists()  # the write stayed stubbed
-    assert r.fork is not None and r.fork.step_id == "openai.chat.completions#2"
-    return fork_tape
 
 
 def _diff_json(a: Path, b: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, object]]:
@@ -58,11 +34,11 @@ def _diff_json(a: Path, b: Path, capsys: pytest.CaptureFixture[str]) -> tuple[in
 def test_an_edited_tool_result_is_one_cause_with_its_consequences_nested(
     tmp_path: Path, world: FakeProvider, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    tape = _record(tmp_path / "weather.jsonl", world)
+    tape = record_weather(tmp_path / "weather.jsonl", world)
     (recorded,) = load_tape(tape).runs
     child = next(s.step_id for s in recorded.steps if s.parent_step_id == "get_weather#1")
     assert child.startswith("get_weather#1/GET 127.0.0.1:")  # the tool's own HTTP call is on the tape
-    fork_tape = _fork(tape, world, {"get_weather#1": RAINY})
+    fork_tape = fork_weather(tape, world, {"get_weather#1": RAINY})
 
     status, data = _diff_json(tape, fork_tape, capsys)
     assert status == 1
@@ -98,9 +74,9 @@ def test_an_edited_tool_result_is_one_cause_with_its_consequences_nested(
 def test_two_independent_tool_results_are_two_causes(
     tmp_path: Path, world: FakeProvider, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    tape = _record(tmp_path / "weather.jsonl", world, tools=2)
+    tape = record_weather(tmp_path / "weather.jsonl", world, tools=2)
     edits = {"get_weather#1": RAINY, "get_time#1": {"city": "Paris", "local": "23:50"}}
-    fork_tape = _fork(tape, world, edits, tools=2)
+    fork_tape = fork_weather(tape, world, edits, tools=2)
     status, data = _diff_json(tape, fork_tape, capsys)
     assert status == 1
     causes = data["causes"]
@@ -115,9 +91,44 @@ def test_two_independent_tool_results_are_two_causes(
 def test_a_recording_diffed_with_itself_and_with_its_plain_replay_is_the_same(
     tmp_path: Path, world: FakeProvider, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    tape = _record(tmp_path / "weather.jsonl", world)
+    tape = record_weather(tmp_path / "weather.jsonl", world)
     assert main(["diff", str(tape), str(tape)]) == 0
     assert "do not diverge" in capsys.readouterr().out
-    again = _record(tmp_path / "again.jsonl", world)
+    again = record_weather(tmp_path / "again.jsonl", world)
     status, data = _diff_json(tape, again, capsys)
     assert status == 0 and data["causes"] == [] and data["forks"] == []
+
+
+def test_two_recordings_whose_two_tools_answered_otherwise_are_two_causes(
+    tmp_path: Path, world: FakeProvider, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No edit: the weather service itself answered otherwise. Each tool's result is a cause, its own
+    HTTP call nested under it (``parent``), the model's messages under the cause they carry."""
+    tape = record_weather(tmp_path / "weather.jsonl", world, tools=2)
+    monkeypatch.setitem(weather_fork.SKY, "Paris", "rainy")
+    monkeypatch.setitem(weather_fork.LOCAL, "Paris", "23:50")
+    again = record_weather(tmp_path / "later.jsonl", world, tools=2)
+    status, data = _diff_json(tape, again, capsys)
+    assert status == 1 and data["forks"] == []
+    causes = data["causes"]
+    assert [(c["origin"], c["step"], c["path"], c["left"], c["right"]) for c in causes] == [  # type: ignore[attr-defined]
+        ("tool_result", "get_weather#1", "result.sky", "sunny", "rainy"),
+        ("tool_result", "get_time#1", "result.local", "14:05", "23:50"),
+    ]
+    for cause, tool in zip(causes, ("weather", "time"), strict=True):  # type: ignore[call-overload]
+        inside = [c for c in cause["consequences"] if c["carried"] == "parent"]
+        assert [c["step"].split(" ")[0] for c in inside] == [f"{cause['step']}/GET"]
+        assert inside[0]["step"].endswith(f"/{tool}#1") and inside[0]["kind"] == "result"
+    chat = {c["path"]: c for c in causes[1]["consequences"] if c["step"] == "openai.chat.completions#2"}  # type: ignore[index]
+    assert list(chat) == ["args.messages[3].content"] and chat["args.messages[3].content"]["carried"] == "data"
+    total = sum(c["consequence_count"] for c in causes) + len(causes)  # type: ignore[attr-defined]
+    assert total == len(data["divergences"])  # type: ignore[arg-type]
+
+    assert main(["diff", str(tape), str(again)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    heads = [i for i, line in enumerate(lines) if line.lstrip().startswith(("first cause", "cause "))]
+    assert [lines[i].split()[-1] for i in heads] == ["get_weather#1", "get_time#1"]
+    assert "2 cause(s)" in lines[0] and "step_missing" not in "\n".join(lines)
+    nested = lines[heads[0] + 1 : heads[1]]  # the first cause's own change, then its consequences, indented
+    assert nested[0].split() == ["result", "result.sky"] and "consequence(s):" in nested[3]
+    assert all(line.startswith("      ") for line in nested[4:])

@@ -4,6 +4,7 @@ The weather service is a small HTTP server on 127.0.0.1 (``GET /weather?city=…
 "temp_c"}``; ``GET /time?city=…`` → ``{"city", "local"}``), so the tool's own HTTP call is a child step
 of ``get_weather#1`` on the tape. The agent asks the model (the fake provider), which calls every tool
 it is offered; the agent runs them, hands their JSON back, and saves the model's answer as a note.
+``weather_world``, ``record_weather`` and ``fork_weather`` make the recording and its edited fork.
 """
 
 from __future__ import annotations
@@ -19,12 +20,17 @@ from typing import Any
 
 import httpx
 import openai
+import pytest
 
-from otel_agent_replay import agent_run, tool
+from otel_agent_replay import agent_run, record, replay, tool
 
 from .loopback import serve_on_loopback
+from .model_server import FakeProvider, fake_provider
 
 SKY = {"Paris": "sunny"}
+LOCAL = {"Paris": "14:05"}
+RAINY = {"city": "Paris", "sky": "rainy", "temp_c": 18}
+"""The edit of the fork: ``get_weather#1`` answers rain instead of the recorded sun."""
 TOOLS: list[Any] = [
     {
         "type": "function",
@@ -50,7 +56,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if url.path == "/weather":
             payload: dict[str, Any] = {"city": city, "sky": SKY.get(city, "cloudy"), "temp_c": 18}
         elif url.path == "/time":
-            payload = {"city": city, "local": "14:05"}
+            payload = {"city": city, "local": LOCAL.get(city, "12:00")}
         else:
             self.send_error(404)
             return
@@ -113,3 +119,35 @@ def weather_agent(model_url: str, city: str = "Paris", tools: int = 1) -> str:
 def run() -> str:
     """``weather_agent`` with its settings from the environment (for ``fork --agent``)."""
     return weather_agent(os.environ["WEATHER_MODEL_URL"], tools=int(os.environ.get("WEATHER_TOOLS", "1")))
+
+
+@contextmanager
+def weather_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProvider]:
+    """The fake provider and the weather service running, ``NOTES_DIR`` and ``WEATHER_URL`` set."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    monkeypatch.setenv("NOTES_DIR", str(notes))
+    with fake_provider() as fp, weather_service() as url:
+        monkeypatch.setenv("WEATHER_URL", url)
+        yield fp
+
+
+def record_weather(path: Path, fp: FakeProvider, tools: int = 1) -> Path:
+    """Record one run of the agent to ``path`` (its note written, then removed)."""
+    with record(path):
+        weather_agent(fp.openai_url, tools=tools)
+    note = Path(os.environ["NOTES_DIR"]) / "note.txt"
+    assert note.exists()
+    note.unlink()
+    return path
+
+
+def fork_weather(tape: Path, fp: FakeProvider, edit: dict[str, object], tools: int = 1) -> Path:
+    """Replay ``tape`` with ``edit`` and ``then="live"`` (``save_note`` stubbed) into ``what-if.jsonl``."""
+    fork_tape = tape.with_name("what-if.jsonl")
+    with replay(tape, edit=edit, then="live", stub=("save_note",), fork_tape=fork_tape) as r:
+        text = weather_agent(fp.openai_url, tools=tools)
+    assert "rainy" in text  # the model answered from the edited result
+    assert not (Path(os.environ["NOTES_DIR"]) / "note.txt").exists()  # the write stayed stubbed
+    assert r.fork is not None and r.fork.step_id == "openai.chat.completions#2"
+    return fork_tape
