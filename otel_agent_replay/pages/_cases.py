@@ -25,6 +25,10 @@ INPUT_WIDTH: Final = 60
 MAX_CHARTED: Final = 60
 """Cases drawn in the pass-rate chart at most (the table holds them all)."""
 _TITLE_LIMIT: Final = 2000
+_VERDICT_COLOURS: Final = {
+    "pass": "#59a14f", "fail": "#e15759", "flaky": "#edc948", "regressed": "#c0392b", "fixed": "#4e79a7",
+    "unknown": "#9c9c9c", "error": "#b07aa1",
+}  # fmt: skip
 
 
 def input_text(raw: str | None) -> str:
@@ -167,7 +171,14 @@ def _verdict_chart(cases: CaseReport) -> dict[str, Any] | None:
         "canvas": "chart-verdicts",
         "title": "cases per verdict",
         "labels": list(counts),
-        "datasets": [{"label": "cases", "data": list(counts.values()), "backgroundColor": PALETTE[0]}],
+        "datasets": [
+            {
+                "label": "cases",
+                "data": list(counts.values()),
+                "backgroundColor": [_VERDICT_COLOURS.get(v, PALETTE[0]) for v in counts],
+            }
+        ],
+        "scales": {"y": {"beginAtZero": True, "ticks": {"precision": 0}}},
     }
 
 

@@ -25,6 +25,8 @@ _LABELS = {
     "tokens_in": "tokens in",
     "tokens_out": "tokens out",
 }
+_COUNTS = frozenset({"sessions", "out_of_bounds_calls", "tokens_in", "tokens_out"})
+"""Metrics that count: their axis has whole numbers only."""
 
 
 def _number(value: float | None) -> str:
@@ -55,6 +57,7 @@ def report_page(report: EvidenceReport) -> str:
                 "title": _LABELS.get(metric, metric),
                 "labels": versions,
                 "datasets": [{"label": metric, "data": values, "backgroundColor": colours}],
+                "scales": {"y": {"beginAtZero": True, "ticks": {"precision": 0 if metric in _COUNTS else 3}}},
             }
         )
     head = "".join(f"<th>{esc(_LABELS.get(m, m))}</th>" for m in METRICS)
@@ -64,7 +67,9 @@ def report_page(report: EvidenceReport) -> str:
         + "</tr>"
         for v, row in zip(versions, report.rows, strict=True)
     )
-    uncharted = f"<div class='sub' id='uncharted'>no data to chart: {esc(', '.join(empty))}</div>" if empty else ""
+    uncharted = ""
+    if empty:
+        uncharted = f"<div class='sub' id='uncharted'>not charted (no value above zero): {esc(', '.join(empty))}</div>"
     body = [
         f"<h2>Metrics per {esc(report.by)}</h2><div class='charts' id='metric-charts'>{''.join(boxes)}</div>",
         uncharted,

@@ -177,7 +177,7 @@ def test_the_report_page_with_100_character_case_labels_draws_every_chart_and_ho
     assert {"chart-verdicts", "chart-case-rates", "chart-pass_rate", "chart-sessions"} <= ids
     # metrics with no data get no empty frame: no retry, no out-of-bounds call here
     assert not ids & {"chart-retry_rate", "chart-out_of_bounds_calls"}
-    assert "no data to chart: retry rate, out-of-bounds calls" in probe["text"]
+    assert "not charted (no value above zero): retry rate, out-of-bounds calls" in probe["text"]
 
     with open_store(store) as opened:
         cases = report_rows(opened, compare=("v1", "v2")).cases
