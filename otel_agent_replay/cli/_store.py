@@ -16,7 +16,7 @@ from typing import Any, cast
 from rich.console import Console
 from rich.markup import escape
 
-from otel_agent_replay.core import ConfigurationError, StoreError
+from otel_agent_replay.core import ConfigurationError, StoreError, visible
 from otel_agent_replay.store import CaseVerdict, Store, VerdictRule, format_report, golden, open_store, report_rows
 
 from ._cost import model_price
@@ -138,9 +138,11 @@ def print_report(
     if fmt == "html":
         from otel_agent_replay.pages import report_page
 
-        text = report_page(report, verdicts=_verdict_rows(report.cases))
+        text = report_page(report)
     else:
         text = format_report(report, cast(Any, fmt))
+        if fmt != "json":  # text for a person: no control or bidirectional character from the data acts
+            text = visible(text)
     if out_path:
         Path(out_path).write_text(text, encoding="utf-8")
         out.print(f"wrote {escape(out_path)}")
@@ -158,19 +160,6 @@ def print_report(
         names = ", ".join(v.value for v in fail_on)
         err.print(f"[red]--fail-on {escape(names)}:[/red] {len(failing)} case(s): {escape(', '.join(failing))}")
     return EXIT_REGRESSED if report.regressed or failing else 0
-
-
-def _verdict_rows(cases: Any) -> dict[str, dict[str, str]] | None:
-    """The per-case table of a report (``report.cases``) as the page's verdict matrix: per case, the passes
-    of each version (``3/5``) and, between two versions, the verdict."""
-    if cases is None:
-        return None
-    rows: dict[str, dict[str, str]] = {}
-    for rate in cases.rates:
-        rows.setdefault(rate.case_id, {})[rate.version or "(none)"] = f"{rate.passes}/{rate.runs}"
-    for comparison in cases.comparisons:
-        rows.setdefault(comparison.case_id, {})["verdict"] = comparison.verdict.value
-    return rows
 
 
 def _cmd_report(args: argparse.Namespace, out: Console, err: Console) -> int:

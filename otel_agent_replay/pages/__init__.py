@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+from ._cases import case_section
 from ._diff import diff_page
-from ._html import CSP, chart_library
-from ._report import report_page, verdict_matrix
+from ._html import CSP, chart_label, chart_library
+from ._report import report_page
 
-__all__ = ["CSP", "chart_library", "diff_page", "report_page", "verdict_matrix"]
+__all__ = ["CSP", "case_section", "chart_label", "chart_library", "diff_page", "report_page"]

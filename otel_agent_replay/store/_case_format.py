@@ -6,6 +6,8 @@ import re
 from collections.abc import Callable
 from typing import Any, Final
 
+from otel_agent_replay.core import visible
+
 from ._verdicts import CaseComparison, CaseRate, CaseReport, CaseVerdict, VersionSpend
 
 __all__ = ["case_csv", "case_dict", "case_markdown"]
@@ -73,7 +75,7 @@ def case_dict(report: CaseReport) -> dict[str, Any]:
 
 
 def _cell(text: object, limit: int = 48) -> str:
-    value = _UNSAFE.sub(" ", str(text))
+    value = visible(_UNSAFE.sub(" ", str(text)))  # and a bidirectional control shown as its escape
     return value if len(value) <= limit else value[: limit - 1] + "…"
 
 

@@ -81,3 +81,4 @@ def test_visible_shows_each_control_character_as_its_escape() -> None:
     assert visible("line\n\tindented") == "line\n\tindented"
     assert visible("line\n\tindented", newlines=False) == "line\\n\\tindented"
     assert visible("plain ünïcode …") == "plain ünïcode …"
+    assert visible("\u200e\u200f\u061c\u2066\u2069") == "\\u200e\\u200f\\u061c\\u2066\\u2069"  # bidi marks, isolates

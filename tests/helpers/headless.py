@@ -88,6 +88,8 @@ class Rendered:
     """Every request the page made or tried (its own document excluded), from the DevTools protocol."""
     refused: tuple[str, ...]
     """Console and log entries of requests the page's Content-Security-Policy refused."""
+    probe: Any = None
+    """What ``render(..., probe=EXPRESSION)`` evaluated to in the page once its charts were drawn."""
 
 
 class _Devtools:
@@ -127,10 +129,11 @@ def _devtools_port(profile: Path, process: subprocess.Popen[bytes]) -> int:
     return int(marker.read_text().split()[0])
 
 
-def render(page: Path, width: int = 1280, height: int = 1600) -> Rendered:
+def render(page: Path, width: int = 1280, height: int = 1600, probe: str | None = None) -> Rendered:
     """Open ``page`` in headless chromium: its DOM once its charts are drawn, a PNG screenshot, and the
     requests it attempted (watched through the DevTools protocol, so the browser's own background
-    traffic is not counted; a proxy that answers nothing keeps that traffic off the network anyway)."""
+    traffic is not counted; a proxy that answers nothing keeps that traffic off the network anyway).
+    ``probe``: a JavaScript expression evaluated in the page then, its JSON value returned."""
     # chromium's helper processes may still write into the profile as it goes: clean up what can be
     with counting_proxy() as proxy, tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
         profile = Path(tmp)
@@ -176,6 +179,11 @@ def render(page: Path, width: int = 1280, height: int = 1600) -> Rendered:
                     break
                 time.sleep(0.1)
             dom = tools.call("Runtime.evaluate", expression="document.documentElement.outerHTML")["result"]["value"]
+            probed = None
+            if probe is not None:
+                answer = tools.call("Runtime.evaluate", expression=probe, returnByValue=True)
+                assert "exceptionDetails" not in answer, f"the probe raised: {answer['exceptionDetails']}"
+                probed = answer["result"].get("value")
             shot = tools.call("Page.captureScreenshot", format="png")["data"]
             tools.ws.close()
         finally:
@@ -191,7 +199,7 @@ def render(page: Path, width: int = 1280, height: int = 1600) -> Rendered:
         if e.get("method") in ("Log.entryAdded", "Runtime.consoleAPICalled")
         and "Content Security Policy" in json.dumps(e["params"])
     )
-    return Rendered(dom, base64.b64decode(shot), requests, refused)
+    return Rendered(dom, base64.b64decode(shot), requests, refused, probed)
 
 
 def png_colours(png: bytes, limit: int = 64) -> set[tuple[int, ...]]:
