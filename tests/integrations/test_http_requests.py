@@ -39,6 +39,7 @@ def test_a_replayed_get_is_the_response_the_adapter_builds_live_and_makes_no_poo
         live.encoding,
     )
     assert again.content == live.content and again.json() == live.json()
+    assert list(again.iter_content(16)) == list(live.iter_content(16)) and len(list(again.iter_lines())) == 1
     assert again.headers["content-type"] == live.headers["content-type"]
     assert again.headers["etag"] == live.headers["etag"]
     assert again.headers["content-length"] == str(len(live.content))

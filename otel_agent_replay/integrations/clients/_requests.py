@@ -140,6 +140,7 @@ def _response(module: Any, adapter: Any, prepared: Any, result: dict[str, Any], 
     response.connection = adapter
     if not stream:  # what Session.send reads at once: the body is in memory already
         response._content = content
+        response._content_consumed = True
     return response
 
 
