@@ -106,3 +106,27 @@ def test_a_miss_that_goes_live_is_sent_once_and_appended(tape: Path) -> None:
         assert len(server.requests) == before + 1
     assert (fresh.status_code, fresh.json()) == (kept.status_code, kept.json()) == (404, {"error": "not found"})
     assert session.stats.live_tool_calls == 1 and again.stats.hits == 2
+
+
+def test_an_adapter_that_builds_its_own_response_still_builds_it_on_replay(tape: Path) -> None:
+    class Marking(requests.adapters.HTTPAdapter):
+        def build_response(self, req: requests.PreparedRequest, resp: object) -> requests.Response:
+            response = super().build_response(req, resp)
+            response.headers["x-built-by"] = "marking"
+            return response
+
+    def session() -> requests.Session:
+        made = requests.Session()
+        made.mount("http://", Marking())
+        return made
+
+    with rest_server() as server:
+        url = f"{server.url}/items?q=item 2"
+        with record(tape), agent_run("rest"):
+            live = session().get(url)
+        before = len(server.requests)
+        with replay(tape) as replayed:
+            again = session().get(url)
+        assert len(server.requests) == before
+    assert again.headers["x-built-by"] == live.headers["x-built-by"] == "marking"
+    assert again.json() == live.json() and replayed.stats.hits == 1

@@ -10,9 +10,10 @@ request costs about what requests itself costs over a response held in memory.
 
 The request reaches ``http.client`` as before (the answer is the same one, built there) when this
 level cannot stand for urllib3: a body that is not bytes or text (a generator, a file), a proxy, an
-https request whose CA bundle or client certificate is not there (requests raises for it), retries
-on statuses (urllib3 would send the request again), a host the replay lets through, and a recorded
-stream, which ``http.client`` hands out chunk by chunk (paced when asked) as it would live. A live
+https request whose CA bundle or client certificate is not there (requests raises for it), an adapter
+whose class overrides ``build_response``, ``add_headers`` or ``request_url``, retries on statuses
+(urllib3 would send the request again), a host the replay lets through, and a recorded stream,
+which ``http.client`` hands out chunk by chunk (paced when asked) as it would live. A live
 call the replay makes (``models="live"``, a read-only miss under ``new_episodes``) sends through the
 original ``send`` with ``http.client``'s capture point held off, so it is not answered twice.
 
@@ -144,7 +145,19 @@ def _response(module: Any, adapter: Any, prepared: Any, result: dict[str, Any], 
     return response
 
 
+_HOOKS = ("build_response", "add_headers", "request_url")
+"""What a subclass of ``HTTPAdapter`` overrides to change a response or a request (a caching adapter's
+``build_response``): such an adapter is answered at http.client, through its own code."""
+
+
+def _customised(adapter: Any, base: type) -> bool:
+    cls = type(adapter)
+    return cls is not base and any(getattr(cls, hook) is not getattr(base, hook) for hook in _HOOKS)
+
+
 def _wrapper(module: Any, original: Any) -> Any:
+    base = module.adapters.HTTPAdapter
+
     def send(
         self: Any,
         request: Any,
@@ -159,7 +172,7 @@ def _wrapper(module: Any, original: Any) -> Any:
 
         if _activation.settings() is None or replaying() is None or suppressed():
             return deeper()
-        if _retries_on_status(self) or not _files_there(request.url, verify, cert):
+        if _retries_on_status(self) or _customised(self, base) or not _files_there(request.url, verify, cert):
             return deeper()
         if proxies and module.utils.select_proxy(request.url, proxies):
             return deeper()
