@@ -151,11 +151,14 @@ class Exchange:
         return hashlib.sha256(self.spec.name.encode() + text).hexdigest()
 
     def _seen(self) -> tuple[str, BaseException | None]:
+        seen = _divergences.get(self.session)
+        if not seen:  # no divergence in this replay yet: no key to compute
+            return "", None
         key = self._key()
-        return key, _divergences.get(self.session, {}).get(key)
+        return key, seen.get(key)
 
     def _remember(self, key: str, exc: BaseException) -> None:
-        _divergences.setdefault(self.session, {})[key] = exc
+        _divergences.setdefault(self.session, {})[key or self._key()] = exc
 
     def answer(self, live: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """The recorded result for this request; ``live`` sends it for real when the replay lets it

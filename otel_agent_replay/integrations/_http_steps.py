@@ -38,10 +38,20 @@ whatever the redactor makes of their names elsewhere."""
 _lock = threading.Lock()
 
 
+_names: dict[str, str] = {}
+
+
 def tool_name(request: Request) -> str:
     """``{METHOD} {host}{path}``: the host with its port when not the scheme's default; no query, no
-    credentials; redacted like every tool name."""
-    return DEFAULT_REDACTOR.redact_text(f"{request.method} {request.authority}{request.path}")
+    credentials; redacted like every tool name (the default redactor is fixed: each text redacted once)."""
+    text = f"{request.method} {request.authority}{request.path}"
+    name = _names.get(text)
+    if name is None:
+        name = DEFAULT_REDACTOR.redact_text(text)
+        if len(_names) > 10_000:  # an agent that walks an endless space of URLs: keep memory bounded
+            _names.clear()
+        _names[text] = name
+    return name
 
 
 def _result_attributes(result: Any) -> Mapping[str, Any]:

@@ -6,5 +6,6 @@ from __future__ import annotations
 from ._aiohttp import patch as patch_aiohttp
 from ._http_client import patch as patch_http_client
 from ._httpx import patch as patch_httpx
+from ._requests import patch as patch_requests
 
-__all__ = ["patch_aiohttp", "patch_http_client", "patch_httpx"]
+__all__ = ["patch_aiohttp", "patch_http_client", "patch_httpx", "patch_requests"]

@@ -33,7 +33,8 @@ from __future__ import annotations
 import contextvars
 import http.client
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from .. import _activation
@@ -46,6 +47,20 @@ from ._http11 import DROPPED, TapeSocket, Tee, decoded, head, response_bytes
 
 _PENDING = "_agent_replay_pending"
 _going_live: contextvars.ContextVar[bool] = contextvars.ContextVar("agent_replay_http_client_live", default=False)
+_handed: contextvars.ContextVar[tuple[dict[str, Any] | None, bool] | None] = contextvars.ContextVar(
+    "agent_replay_http_client_handed", default=None
+)
+
+
+@contextmanager
+def passing(result: dict[str, Any] | None = None, pace: bool = False) -> Iterator[None]:
+    """A capture point above this one (requests' adapter) already decided the request sent here: with
+    no ``result`` it goes out live, untouched; with one, that recorded answer is read back (nothing sent)."""
+    token = _handed.set((result, pace))
+    try:
+        yield
+    finally:
+        _handed.reset(token)
 
 
 # --- the request as it is written ------------------------------------------------------------------
@@ -87,6 +102,9 @@ def _sealed(conn: Any) -> bool:
     does not let the host through): then nothing may be sent, nor a connection opened."""
     if _going_live.get() or _activation.settings() is None or suppressed():
         return False
+    handed = _handed.get()
+    if handed is not None:
+        return handed[0] is not None
     session = replaying()
     if session is None:
         return False
@@ -140,7 +158,8 @@ def _again(conn: Any) -> None:
 def _putrequest(original: Callable[..., Any]) -> Callable[..., Any]:
     def putrequest(self: Any, *args: Any, **kwargs: Any) -> Any:
         result = original(self, *args, **kwargs)
-        if _activation.settings() is None or suppressed():
+        handed = _handed.get()
+        if _activation.settings() is None or suppressed() or (handed is not None and handed[0] is None):
             self.__dict__.pop(_PENDING, None)
             return result
         pending = _Pending(_sealed(self))
@@ -173,6 +192,11 @@ def _getresponse(original: Callable[..., Any], send: Callable[..., Any]) -> Call
         pending = self.__dict__.pop(_PENDING, None)
         if pending is None:
             return original(self, *args, **kwargs)
+        handed = _handed.get()
+        if handed is not None and handed[0] is not None:  # answered above: read the answer back
+            if self.sock is pending.placeholder:
+                self.sock = None
+            return _respond(self, original, response_bytes(handed[0], handed[1]))
         request = parse_request(self, bytes(pending.data))
         exchange = intercept(request) if request is not None else None
         if exchange is None:

@@ -1,0 +1,209 @@
+"""requests: a replayed request answered at ``HTTPAdapter.send``, above urllib3 and ``http.client``.
+
+Recording stays on ``http.client`` (``_http_client``), which sees every byte requests writes. In a
+replay that answers the request, ``HTTPAdapter.send`` (the one requests mounts by default) builds the
+``requests.Response`` from the recorded result itself, as the adapter's ``build_response`` would from
+a live answer: the status, the reason, the recorded headers with the body's ``Content-Length``, the
+encoding from them, the URL, the request, the adapter as its connection, and a
+``urllib3.HTTPResponse`` as ``raw``. No pool, connection or ``http.client`` parse runs, so the
+request costs about what requests itself costs over a response held in memory.
+
+The request reaches ``http.client`` as before (the answer is the same one, built there) when this
+level cannot stand for urllib3: a body that is not bytes or text (a generator, a file), a proxy, an
+https request whose CA bundle or client certificate is not there (requests raises for it), an adapter
+whose class overrides ``build_response``, ``add_headers`` or ``request_url``, retries on statuses
+(urllib3 would send the request again), a host the replay lets through, and a recorded stream,
+which ``http.client`` hands out chunk by chunk (paced when asked) as it would live. A live
+call the replay makes (``models="live"``, a read-only miss under ``new_episodes``) sends through the
+original ``send`` with ``http.client``'s capture point held off, so it is not answered twice.
+
+Only a ``requests`` imported before the block starts is patched here (nothing is imported for it);
+one imported later is answered at ``http.client``, as correctly and more slowly.
+"""
+
+from __future__ import annotations
+
+import http
+import io
+import os
+import sys
+from typing import Any
+
+from .. import _activation
+from .._context import replaying, suppressed
+from .._exchange import intercept, response_result
+from .._request import Request
+from .._wire import check_result, chunks, is_stream, result_headers
+from ._http11 import DROPPED
+from ._http_client import passing
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_reasons: dict[int, str] = {}
+
+
+def _reason(status: int) -> str:
+    """The reason phrase ``http.client`` reads from the status line the deeper answer writes."""
+    found = _reasons.get(status)
+    if found is None:
+        try:
+            found = http.HTTPStatus(status).phrase
+        except ValueError:
+            found = ""
+        _reasons[status] = found
+    return found
+
+
+def _as_request(prepared: Any) -> Request | None:
+    """The ``Request`` ``http.client`` would see for a prepared request (None when this level cannot say)."""
+    body = prepared.body
+    if body is None:
+        content = b""
+    elif isinstance(body, bytes):
+        content = body
+    elif isinstance(body, str):
+        content = body.encode("utf-8")
+    else:
+        return None  # a generator or a file: read as it is sent, at http.client
+    try:
+        request = Request.from_url(prepared.method or "GET", prepared.url, prepared.headers, content)
+    except ValueError:
+        return None
+    if request.scheme not in _DEFAULT_PORTS or not request.host:
+        return None
+    if request.port is None:  # urllib3's pool names the port, and http.client sees it
+        request = Request(
+            request.method,
+            request.scheme,
+            request.host,
+            _DEFAULT_PORTS[request.scheme],
+            request.path,
+            request.query,
+            request.headers,
+            request.body,
+        )
+    return request
+
+
+def _retries_on_status(adapter: Any) -> bool:
+    """Whether urllib3 would send the request again for some answers (the adapter's ``max_retries``)."""
+    retries = getattr(adapter, "max_retries", None)
+    if retries is None:
+        return False
+    if getattr(retries, "status_forcelist", None):
+        return True
+    return bool(getattr(retries, "total", 0) and getattr(retries, "respect_retry_after_header", False))
+
+
+def _files_there(url: Any, verify: Any, cert: Any) -> bool:
+    """Whether the CA bundle and client certificate ``cert_verify`` checks for an https URL exist (else
+    the request goes deeper, where requests raises its own error for them)."""
+    if not isinstance(url, str) or url[:6].lower() != "https:":
+        return True
+    paths = [verify] if isinstance(verify, str) else []
+    if cert is not None:
+        paths.extend([cert] if isinstance(cert, str) else cert)
+    return all(isinstance(p, str) and os.path.exists(p) for p in paths)
+
+
+def _response(module: Any, adapter: Any, prepared: Any, result: dict[str, Any], stream: bool) -> Any:
+    """The ``requests.Response`` the adapter builds from the answer ``http.client`` would read."""
+    from urllib3 import HTTPHeaderDict, HTTPResponse
+
+    status = result["status"]
+    content = b"".join(chunks(result))
+    headers = HTTPHeaderDict()
+    for name, value in result_headers(result).items():
+        if name.lower() not in DROPPED:
+            headers.add(name, value)
+    headers.add("Content-Length", str(len(content)))
+    reason = _reason(status)
+    raw = HTTPResponse(
+        # drained already when not streamed (Session.send reads the body at once): the body is in _content
+        body=io.BytesIO(content if stream else b""),
+        headers=headers,
+        status=status,
+        version=11,
+        version_string="HTTP/1.1",
+        reason=reason,
+        preload_content=False,
+        decode_content=False,
+        request_method=prepared.method,
+        request_url=prepared.url,
+    )
+    response = module.Response()
+    response.status_code = status
+    response.headers = module.structures.CaseInsensitiveDict(raw.headers)
+    response.encoding = module.utils.get_encoding_from_headers(response.headers)
+    response.raw = raw
+    response.reason = reason
+    response.url = prepared.url.decode("utf-8") if isinstance(prepared.url, bytes) else prepared.url
+    response.request = prepared
+    response.connection = adapter
+    if not stream:  # what Session.send reads at once: the body is in memory already
+        response._content = content
+        response._content_consumed = True
+    return response
+
+
+_HOOKS = ("build_response", "add_headers", "request_url")
+"""What a subclass of ``HTTPAdapter`` overrides to change a response or a request (a caching adapter's
+``build_response``): such an adapter is answered at http.client, through its own code."""
+
+
+def _customised(adapter: Any, base: type) -> bool:
+    cls = type(adapter)
+    return cls is not base and any(getattr(cls, hook) is not getattr(base, hook) for hook in _HOOKS)
+
+
+def _wrapper(module: Any, original: Any) -> Any:
+    base = module.adapters.HTTPAdapter
+
+    def send(
+        self: Any,
+        request: Any,
+        stream: bool = False,
+        timeout: Any = None,
+        verify: Any = True,
+        cert: Any = None,
+        proxies: Any = None,
+    ) -> Any:
+        def deeper() -> Any:
+            return original(self, request, stream=stream, timeout=timeout, verify=verify, cert=cert, proxies=proxies)
+
+        if _activation.settings() is None or replaying() is None or suppressed():
+            return deeper()
+        if _retries_on_status(self) or _customised(self, base) or not _files_there(request.url, verify, cert):
+            return deeper()
+        if proxies and module.utils.select_proxy(request.url, proxies):
+            return deeper()
+        parsed = _as_request(request)
+        exchange = intercept(parsed) if parsed is not None else None
+        if exchange is None or not exchange.replaying:
+            return deeper()
+
+        def live() -> dict[str, Any]:
+            with passing():
+                response = deeper()
+            return response_result(response.status_code, response.headers, response.content)
+
+        result = check_result(exchange.answer(live))
+        if is_stream(result):
+            # a stream is handed out by http.client chunk by chunk, as live: answered there from this result
+            with passing(result, exchange.pace):
+                return deeper()
+        return _response(module, self, request, result, stream)
+
+    send.__wrapped__ = original  # type: ignore[attr-defined]
+    return send
+
+
+def patch() -> list[_activation.Restore]:
+    """Patch ``requests.adapters.HTTPAdapter.send`` when requests is already imported."""
+    adapters = sys.modules.get("requests.adapters")
+    module = sys.modules.get("requests")
+    if adapters is None or module is None or "send" not in adapters.HTTPAdapter.__dict__:
+        return []
+    return [_activation.replace(adapters.HTTPAdapter, "send", lambda original: _wrapper(module, original))]
+
+
+_activation.register_client(patch)
