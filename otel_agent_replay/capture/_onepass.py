@@ -142,7 +142,8 @@ def dirty_positions(
                 if len(_RUN_VERDICTS) >= _JUDGED_SIZE:
                     _RUN_VERDICTS.clear()  # bounded: runs are data
                 verdict = _RUN_VERDICTS[run] = tuple(_run_findings(compiled, run, depth))
-            found.extend(start + offset for offset in verdict)
+            if verdict:
+                found.extend(start + offset for offset in verdict)
         else:
             found.extend(start + offset for offset in _run_findings(compiled, run, depth))
     return found
