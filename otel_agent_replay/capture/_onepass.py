@@ -34,6 +34,7 @@ from ._context import TRIGGERS
 from ._decoded import base64_text
 from ._detector import DETECTOR
 from ._entropy import MIN_RUN, RUN, high_entropy_spans, is_identifier_key
+from ._linewise import scan_lines
 from ._precheck import keys_hit
 from ._redact_rules import CompiledRules
 from ._scan import scan_text
@@ -59,6 +60,8 @@ _STRUCTURE: Final = r'"(?:[{\[]|data:|event:|id:|\$bytes"|delta"|choices"|conten
 _GATE: Any = re2.compile(
     "(?i:" + "|".join(map(re.escape, _WORDS)) + ")|" + _PREFIXES + "|" + _ESCAPES + "|" + _PGPASS + "|" + _STRUCTURE
 )
+# The gate for ASCII text (the usual JSON), as bytes: RE2's binding converts every match's offsets for ``str``.
+_GATE_BYTES: Any = re2.compile(_GATE.pattern.encode("ascii"))
 _STRUCTURE_START: Final = frozenset(('"{', '"[', '"d', '"e', '"i', '"$', '"c'))
 _SHORT_LIST = re.compile(r'\["[^"\\]{0,32}"(?:,"[^"\\]{0,32}")+\]')
 _BASE64_TEXT = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
@@ -67,6 +70,8 @@ _HEXISH = re.compile(r"[0-9a-fA-F\-]+")
 _MAX_DEPTH: Final = 2
 _JUDGED: dict[str, bool] = {}
 _JUDGED_SIZE: Final = 8192
+# A run's findings (offsets in it) at the top level: they depend on the run alone, and ids, paths and hosts repeat.
+_RUN_VERDICTS: dict[str, tuple[int, ...]] = {}
 
 
 def _key_like_run(run: str) -> bool:
@@ -97,11 +102,16 @@ def _runs(text: str) -> list[tuple[int, int]]:
 
 
 def dirty_positions(
-    compiled: CompiledRules, text: str, depth: int = 0, structure: list[int] | None = None
+    compiled: CompiledRules,
+    text: str,
+    depth: int = 0,
+    structure: list[int] | None = None,
+    detected: set[int] | None = None,
 ) -> list[int]:
     """Positions in ``text`` where some rule of ``compiled`` may find a secret (a superset; unsorted).
 
-    ``structure`` collects where the text holds something only the walk can redact (JSON in a string ...)."""
+    ``structure`` collects where the text holds something only the walk can redact (JSON in a string ...);
+    ``detected`` the positions of the detector's findings."""
     found: list[int] = []
     if structure is None:
         structure = []
@@ -111,9 +121,10 @@ def dirty_positions(
         at = text.find(secret)
         while at >= 0:
             found.append(at)
+            if detected is not None:
+                detected.add(at)
             at = text.find(secret, at + len(secret))
-    for match in _GATE.finditer(text):
-        at = match.start()
+    for at in _gate_starts(text):
         if text[at] == '"' and text[at : at + 2] in _STRUCTURE_START and _STRUCTURE_RE.match(text, at):
             if text[at + 1] not in "{[" or _json_inside(text, at):
                 structure.append(at)
@@ -125,16 +136,35 @@ def dirty_positions(
         if end - start < 16:
             continue
         run = text[start:end]
-        if end - start >= MIN_RUN and _key_like_run(run):
-            found.append(start)
-        elif depth < _MAX_DEPTH:
-            for match in _BASE64_TEXT.finditer(run):
-                if _HEXISH.fullmatch(match.group()) is not None:
-                    continue  # hex digits and dashes (digests, UUIDs) are no base64 of text
-                decoded = base64_text(match.group())
-                if decoded is not None and dirty_positions(compiled, decoded, depth + 1):
-                    found.append(start + match.start())
+        if depth == 0:
+            verdict = _RUN_VERDICTS.get(run)
+            if verdict is None:
+                if len(_RUN_VERDICTS) >= _JUDGED_SIZE:
+                    _RUN_VERDICTS.clear()  # bounded: runs are data
+                verdict = _RUN_VERDICTS[run] = tuple(_run_findings(compiled, run, depth))
+            if verdict:
+                found.extend(start + offset for offset in verdict)
+        else:
+            found.extend(start + offset for offset in _run_findings(compiled, run, depth))
     return found
+
+
+def _run_findings(compiled: CompiledRules, run: str, depth: int) -> list[int]:
+    """Offsets in one run of token characters where a rule may find a secret: the whole run if it is a
+    high-entropy key, else each piece that is base64 of text holding a finding. Depends on the run only."""
+    if _HEXISH.fullmatch(run) is not None:
+        return []  # hex digits and dashes (digests, UUIDs): no key by the entropy rules, no base64 of text
+    if len(run) >= MIN_RUN and _key_like_run(run):
+        return [0]
+    out: list[int] = []
+    if depth < _MAX_DEPTH:
+        for match in _BASE64_TEXT.finditer(run):
+            if _HEXISH.fullmatch(match.group()) is not None:
+                continue  # hex digits and dashes (digests, UUIDs) are no base64 of text
+            decoded = base64_text(match.group())
+            if decoded is not None and dirty_positions(compiled, decoded, depth + 1):
+                out.append(match.start())
+    return out
 
 
 def _json_inside(text: str, at: int) -> bool:
@@ -148,6 +178,14 @@ def _json_inside(text: str, at: int) -> bool:
     except (orjson.JSONDecodeError, TypeError):
         return False
     return True
+
+
+def _gate_starts(text: str) -> list[int]:
+    """Where the gate matches in ``text``. On ASCII text (the usual JSON) the bytes are searched, whose offsets
+    are the characters'."""
+    if text.isascii():
+        return [match.start() for match in _GATE_BYTES.finditer(text.encode("ascii"))]
+    return [match.start() for match in _GATE.finditer(text)]
 
 
 def _escaped(text: str, at: int) -> bool:
@@ -208,7 +246,8 @@ def redact_json(compiled: CompiledRules, text: str, names: Collection[str] | Non
     """``text`` (compact JSON from orjson) with every secret in its strings redacted: the same object when
     clean, None when the structure is needed (then the caller walks the value)."""
     structure: list[int] = []
-    positions = dirty_positions(compiled, text, 0, structure)
+    detected: set[int] = set()
+    positions = dirty_positions(compiled, text, 0, structure, detected)
     if needs_structure(compiled, text, names, structure):
         return None
     if not positions:
@@ -233,13 +272,19 @@ def redact_json(compiled: CompiledRules, text: str, names: Collection[str] | Non
             if scan_text(compiled, value, False) != value:
                 return None  # a secret in a key: the walk redacts the key and its value together
             continue
-        value = orjson.loads(text[start : end + 1])
         key = _key_before(text, start)
-        redacted = scan_text(compiled, value, False, entropy=key is None or not is_identifier_key(key))
-        if redacted == value:
+        entropy = key is None or not is_identifier_key(key)
+        written = scan_lines(compiled, text, start, end, positions, detected, entropy)
+        if written is None:
+            value = orjson.loads(text[start : end + 1])
+            redacted = scan_text(compiled, value, False, entropy=entropy)
+            if redacted == value:
+                continue
+            written = orjson.dumps(redacted).decode("utf-8")
+        elif len(written) == end + 1 - start and written == text[start : end + 1]:
             continue
         parts.append(text[copied:start])
-        parts.append(orjson.dumps(redacted).decode("utf-8"))
+        parts.append(written)
         copied = end + 1
     if not parts:
         return text

@@ -208,6 +208,8 @@ class CompiledRules:
     user_exact: frozenset[str]
     key_cache: dict[str, bool]
     """``Redactor.is_secret_key`` remembers its answers here."""
+    line_cache: dict[tuple[str, bool], str]
+    """``_linewise`` remembers its lines' decisions here (escaped JSON text -> redacted, or "" when clean)."""
     # (guard character, regex): a string may hold a secret only if, for some pair, the
     # guard is in it and the regex finds something. Cheap: each regex has a one-character
     # literal prefix, which the re engine scans for with a tight loop.
@@ -285,6 +287,7 @@ def compile_rules(keys: tuple[str, ...], patterns: Iterable[object], defaults: b
         user_suffixes=tuple("".join(words) for words in user_words if words),
         user_exact=frozenset(key.casefold() for key in keys),
         key_cache={},
+        line_cache={},
         prefilters=tuple((guard, re.compile("|".join(same))) for guard, same in gates.items()),
         gate=re.compile("|".join(all_gates)) if all_gates else None,
         full=re.compile("|".join(branches)) if branches else None,
