@@ -25,6 +25,13 @@ mitmproxy_venv="${AGENT_REPLAY_MITMPROXY_VENV:-$venv-mitmproxy}"
 mitmproxy_spec="mitmproxy==11.0.2"
 # The npm openai SDK for the Node agent of tests/proxy, cached outside the clone (Debian's Node 20 runs it).
 node_openai_spec="openai@6.9.1"
+# The Claude Agent SDK's agent of tests/proxy: the SDK (PyPI) runs the `claude` CLI (npm). 2.1.112 is the last
+# CLI release that is JavaScript (cli.js, Node >= 18: Debian's Node 20 runs it; later ones are a native binary,
+# and from 2.1.198 want Node 22); claude-agent-sdk 0.1.61 is the SDK release made for it, and it needs mcp 1.x
+# (its in-process MCP tools use mcp 1's Server API), so it lives in a venv of its own beside the project's mcp 2.
+node_claude_code_spec="@anthropic-ai/claude-code@2.1.112"
+claude_venv="${AGENT_REPLAY_CLAUDE_VENV:-$venv-claude}"
+claude_spec="claude-agent-sdk==0.1.61 mcp>=1.20,<2"
 python="${PYTHON:-python3}"
 
 ensure_venv() {
@@ -68,6 +75,13 @@ ensure_test_tools() {
         echo "$mitmproxy_spec" > "$mitmproxy_venv/.installed"
     fi
     export AGENT_REPLAY_MITMDUMP="$mitmproxy_venv/bin/mitmdump"
+    if [ ! -x "$claude_venv/bin/python" ] || [ "$(cat "$claude_venv/.installed" 2>/dev/null)" != "$claude_spec" ]; then
+        "$python" -m venv "$claude_venv"
+        # shellcheck disable=SC2086 # the spec is two requirements
+        "$claude_venv/bin/python" -m pip install --quiet --disable-pip-version-check $claude_spec
+        echo "$claude_spec" > "$claude_venv/.installed"
+    fi
+    export AGENT_REPLAY_CLAUDE_PYTHON="$claude_venv/bin/python"
     ensure_node_packages
     # Jaeger v2 and the Collector, built from their Go modules once per machine (cached outside the clone).
     bash "$root/scripts/servers.sh" build
@@ -79,8 +93,8 @@ ensure_test_tools() {
     ensure_chromium
 }
 
-# The proxy tests (tests/proxy) run a Node agent with the npm openai SDK: Node and npm from Debian, the
-# package installed once per machine under the cache folder scripts/servers.sh uses.
+# The proxy tests (tests/proxy) run a Node agent with the npm openai SDK and the Claude Agent SDK's `claude` CLI:
+# Node and npm from Debian, each package installed once per machine under the cache folder scripts/servers.sh uses.
 ensure_node_packages() {
     if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
         if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -97,13 +111,23 @@ ensure_node_packages() {
         cache="${XDG_CACHE_HOME:-$HOME/.cache}/otel-agent-replay"
         mkdir -p "$cache"
     fi
-    local dir="$cache/node-${node_openai_spec//[@\/]/-}"
-    if [ ! -f "$dir/node_modules/openai/package.json" ]; then
+    local dir
+    dir="$(ensure_npm_package "$cache" "$node_openai_spec" openai)"
+    export AGENT_REPLAY_NODE_MODULES="$dir/node_modules"
+    dir="$(ensure_npm_package "$cache" "$node_claude_code_spec" @anthropic-ai/claude-code)"
+    export AGENT_REPLAY_CLAUDE_CLI="$dir/node_modules/@anthropic-ai/claude-code/cli.js"
+}
+
+# ensure_npm_package CACHE SPEC NAME: SPEC installed in a folder of its own under CACHE (once); prints the folder.
+ensure_npm_package() {
+    local dir="$1/node-${2//[@\/]/-}"
+    dir="${dir/node--/node-}"
+    if [ ! -f "$dir/node_modules/$3/package.json" ]; then
         mkdir -p "$dir"
         [ -f "$dir/package.json" ] || echo '{"private": true}' > "$dir/package.json"
-        npm install --prefix "$dir" --silent --no-audit --no-fund "$node_openai_spec" >/dev/null
+        npm install --prefix "$dir" --silent --no-audit --no-fund "$2" >/dev/null
     fi
-    export AGENT_REPLAY_NODE_MODULES="$dir/node_modules"
+    echo "$dir"
 }
 
 # The HTML page tests (tests/pages) open the pages in a real headless browser: Debian's chromium.

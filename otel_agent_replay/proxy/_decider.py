@@ -23,6 +23,7 @@ import base64
 import contextvars
 import dataclasses
 import hmac
+import html
 import http.client
 import http.server
 import logging
@@ -78,6 +79,14 @@ def refusal(exc: BaseException) -> tuple[int, bytes]:
     status = 403 if isinstance(exc, SideEffectRefused) else 400
     body = {"type": "error", "error": {"type": f"agent_replay.{kind}", "code": kind, "message": str(exc)}}
     return status, orjson.dumps(body)
+
+
+def bad_gateway(exc: BaseException) -> tuple[int, Mapping[str, str], bytes]:
+    """A recorded failure to reach the upstream (a refused connection, a name that did not resolve),
+    answered as the child saw it when it was recorded: mitmproxy's 502, with the recorded message."""
+    text = html.escape(str(exc) or type(exc).__name__)
+    body = f"<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1><p>{text}</p></body></html>"
+    return 502, {"content-type": "text/html", "x-agent-replay": type(exc).__name__}, body.encode()
 
 
 @dataclasses.dataclass
@@ -232,6 +241,8 @@ class Decider:
         except AgentReplayError as exc:
             status, body = refusal(exc)
             return status, {"content-type": "application/json", "x-agent-replay": type(exc).__name__}, body
+        except Exception as exc:  # a recorded failure (the upstream could not be reached), replayed
+            return bad_gateway(exc)
         return int(result["status"]), result_headers(result), b"".join(chunks(result))
 
     def _with_process(self, spec: Any) -> Any:

@@ -7,7 +7,8 @@ process, named with a per-run token by the environment) what to do, and does it:
 
 - ``answer``: the response is the decider's (a replay: from the tape, or a refusal); nothing is
   sent upstream (the connection strategy is lazy, so no upstream connection is ever opened);
-- ``forward``: mitmproxy sends it upstream; the response head, each chunk of a stream (as it passes to
+- ``forward``: mitmproxy sends it upstream (only on that answer: a request the decider could not decide
+  is answered 502, never forwarded); the response head, each chunk of a stream (as it passes to
   the client: ``response.stream``, nothing buffered) and the whole body are reported back, so the
   decider records the step.
 
@@ -113,7 +114,14 @@ class Relay:
             "headers": _headers(request.headers),
             "body": _b64(request.get_content(strict=False)),
         }
-        answer = await asyncio.to_thread(_ask, "request", payload)
+        try:
+            answer = await asyncio.to_thread(_ask, "request", payload)
+        except Exception as exc:  # never forward what was not decided: a replay must not leak it live
+            ctx.log.error(f"agent-replay: the decider did not answer {request.method} {request.pretty_url}: {exc}")
+            said = f"the recording proxy could not decide this request: {exc}".encode()
+            flow.response = mitmhttp.Response.make(502, said, {"content-type": "text/plain; charset=utf-8"})
+            flow.metadata["agent_replay"] = False
+            return
         if answer.get("action") == "answer":
             headers = [(k.encode(), v.encode()) for k, v in answer.get("headers", [])]
             flow.response = mitmhttp.Response.make(int(answer["status"]), base64.b64decode(answer["body"]), headers)
