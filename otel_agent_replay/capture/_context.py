@@ -18,9 +18,9 @@ Found in text, in the syntaxes that tools return and print:
 A name is a credential by the rules that decide secret dict keys (``_redact_rules``), plus the words
 ``signature``, ``sig``, ``hmac`` and ``authkey``, and a name of two or more words whose last is ``key``,
 ``secret`` or ``token`` (``signing_key``, ``Ocp-Apim-Subscription-Key``) unless a word says it is data
-(``sort_key``, ``cache_key``, ``public_key``, ``Idempotency-Key``: ``_DATA_KEY_WORDS``). Values that hold nothing (``null``, ``None``,
-``true``, ``false``, empty, a placeholder) are left, and so is a number of up to six digits under a
-name that may be a count (``token: 5``). ``context_spans`` gives (start, end) of each value.
+(``sort_key``, ``cache_key``, ``public_key``, ``Idempotency-Key``: ``_DATA_KEY_WORDS``). Values that hold
+nothing (``null``, ``None``, ``true``, ``false``, empty, a placeholder) are left, and so is a number of up
+to six digits under a name that may be a count (``token: 5``). ``context_spans`` gives (start, end) of each value.
 """
 
 from __future__ import annotations
@@ -258,5 +258,5 @@ def _user_password(token: str) -> bool:
         decoded = base64.b64decode(token + "=" * (-len(token) % 4), validate=True).decode("utf-8")
     except (ValueError, UnicodeDecodeError):
         return False
-    user, colon, password = decoded.partition(":")
+    _, colon, password = decoded.partition(":")
     return bool(colon and password) and decoded.isprintable()

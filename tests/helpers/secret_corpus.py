@@ -251,7 +251,7 @@ def _sentence_and_header_samples() -> list[Sample]:
         _s("repr_signing_key", pw(), "Settings(signing_key='{}', debug=True)"),
         _s("repr_named_secret", pw(), "Webhook(url='https://h.example.com', shared_secret='{}')"),
         _s("yaml_signing_key", pw(), "jwt:\n  signing_key: {}\n  ttl: 3600\n"),
-        _s("yaml_camel_key", pw(), "crypto:\n  encryptionKey: \"{}\"\n"),
+        _s("yaml_camel_key", pw(), 'crypto:\n  encryptionKey: "{}"\n'),
         _s("ini_named_key", pw(), "[license]\nlicense_key = {}\nseats = 5\n"),
         _s("ini_named_secret", pw(), "[oauth]\napp_secret: {}\n"),
         _s("supabase_secret", "sb" + "_secret_" + _urlsafe(31), "SUPABASE_SERVICE_ROLE {}"),
