@@ -12,16 +12,20 @@ Found in text, in the syntaxes that tools return and print:
 - ``.netrc`` (``password x`` where the text has ``machine`` or ``login``) and ``--password x``;
 - ``.pgpass`` lines (``host:port:db:user:password``);
 - XML elements (``<password>x</password>``; attributes are ``name="value"`` above);
-- ``--user user:password`` and ``-u user:password``.
+- ``--user user:password`` and ``-u user:password``;
+- ``Basic <base64>`` wherever it stands (a sentence, a log line), when the base64 decodes to ``user:password``.
 
 A name is a credential by the rules that decide secret dict keys (``_redact_rules``), plus the words
-``signature``, ``sig``, ``hmac`` and ``authkey``. Values that hold nothing (``null``, ``None``,
-``true``, ``false``, empty, a placeholder) are left, and so is a number of up to six digits under a
-name that may be a count (``token: 5``). ``context_spans`` gives (start, end) of each value.
+``signature``, ``sig``, ``hmac`` and ``authkey``, and a name of two or more words whose last is ``key``,
+``secret`` or ``token`` (``signing_key``, ``Ocp-Apim-Subscription-Key``) unless a word says it is data
+(``sort_key``, ``cache_key``, ``public_key``, ``Idempotency-Key``: ``_DATA_KEY_WORDS``). Values that hold
+nothing (``null``, ``None``, ``true``, ``false``, empty, a placeholder) are left, and so is a number of up
+to six digits under a name that may be a count (``token: 5``). ``context_spans`` gives (start, end) of each value.
 """
 
 from __future__ import annotations
 
+import base64
 import re
 from typing import Final
 
@@ -29,8 +33,22 @@ from ._redact_rules import is_default_secret_name
 
 __all__ = ["TRIGGERS", "context_spans", "is_credential_name"]
 
-TRIGGERS: Final = ("pass", "pwd", "secret", "key", "token", "auth", "cred", "cookie", "session", "sig", "hmac", "code")
-"""Every credential name contains one of these, lower-cased."""
+TRIGGERS: Final = (
+    "pass",
+    "pwd",
+    "secret",
+    "key",
+    "token",
+    "auth",
+    "cred",
+    "cookie",
+    "session",
+    "sig",
+    "hmac",
+    "code",
+    "basic",
+)
+"""Every credential name contains one of these, lower-cased (and ``basic`` starts a ``Basic <base64>`` credential)."""
 
 _NAME_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _MAX_NAME: Final = 64
@@ -39,6 +57,85 @@ _URL_ONLY: Final = frozenset({"code", "key", "auth", "sig", "signature", "hmac",
 _LINE_NAMES: Final = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
 _EMPTY: Final = frozenset({"", "null", "none", "nil", "true", "false", "undefined", "''", '""'})
 _PASSWORDISH: Final = ("pass", "pwd", "secret", "pin")
+# A name of two or more words ending in one of these is a credential's (``signing_key``, ``Ocp-Apim-Subscription-Key``,
+# ``X-Custom-Token``, ``webhookSecret``) unless another of its words says the key is data: a row's, a cache's, a
+# message's, a page's key, a public key, a WebSocket handshake's nonce, an idempotency key.
+_NAMED_LAST: Final = frozenset({"key", "secret", "token"})
+_DATA_KEY_WORDS: Final = frozenset(
+    {
+        "primary",
+        "foreign",
+        "sort",
+        "partition",
+        "cluster",
+        "clustering",
+        "cache",
+        "idempotency",
+        "dedup",
+        "dedupe",
+        "deduplication",
+        "public",
+        "pub",
+        "object",
+        "s",  # s3_key: an object's path
+        "dict",
+        "group",
+        "call",
+        "map",
+        "hash",
+        "row",
+        "lookup",
+        "unique",
+        "composite",
+        "shard",
+        "routing",
+        "index",
+        "sec",
+        "web",
+        "socket",
+        "natural",
+        "surrogate",
+        "join",
+        "bucket",
+        "cursor",
+        "page",
+        "next",
+        "continuation",
+        "pagination",
+        "sync",
+        "range",
+        "translation",
+        "i18n",
+        "message",
+        "label",
+        "column",
+        "field",
+        "schema",
+        "table",
+        "record",
+        "entry",
+        "item",
+        "node",
+        "tree",
+        "metric",
+        "event",
+        "trace",
+        "span",
+        "tag",
+        "meta",
+        "metadata",
+        "max",
+        "min",
+        "count",
+        "input",
+        "output",
+        "prompt",
+        "completion",
+        "total",
+    }
+)
+# ``Basic <base64 of user:password>`` anywhere (a sentence, a log line, an event's attribute): decoded to be sure.
+_BASIC = re.compile(r"(?<![A-Za-z0-9_\-])(?i:basic)[ \t]+(?P<basic>[A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=_\-])")
 
 # After a name: an optional closing quote (a JSON or repr key), the separator, the value.
 _ASSIGN = re.compile(
@@ -71,6 +168,8 @@ def is_credential_name(name: str, in_url: bool = False) -> bool:
     while words and words[-1].isdigit():  # X-Hub-Signature-256
         words.pop()
     if "".join(words).endswith(_TEXT_ONLY_WORDS):
+        return True
+    if len(words) >= 2 and words[-1] in _NAMED_LAST and _DATA_KEY_WORDS.isdisjoint(words):
         return True
     return len(words) < len(all_words) and is_default_secret_name("_".join(words))
 
@@ -148,4 +247,16 @@ def context_spans(text: str, lowered: str | None = None) -> list[tuple[int, int]
         spans.extend(match.span("pgpass") for match in _PGPASS.finditer(text) if "[REDACTED" not in match.group())
     if "-u" in text:
         spans.extend(match.span("upass") for match in _USER_OPTION.finditer(text) if "[REDACTED" not in match.group())
+    if "basic" in lowered:
+        spans.extend(match.span("basic") for match in _BASIC.finditer(text) if _user_password(match.group("basic")))
     return spans
+
+
+def _user_password(token: str) -> bool:
+    """Whether ``token`` is the base64 of printable ``user:password`` (what ``Basic`` carries)."""
+    try:
+        decoded = base64.b64decode(token + "=" * (-len(token) % 4), validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    _, colon, password = decoded.partition(":")
+    return bool(colon and password) and decoded.isprintable()

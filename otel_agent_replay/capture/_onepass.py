@@ -51,6 +51,7 @@ _WORDS: Final = tuple(dict.fromkeys((*TRIGGERS, *FIELD_TRIGGERS, "bearer", "basi
 _PREFIXES: Final = (
     r"-----BEGIN|A(?:KIA|SIA)|gh[pousr]_|github_pat_|glpat-|sk-|[spr]k_(?:live|test)_|xox[abeoprs]-|xapp-|AIza"
     r"|eyJ|SG\.|npm_|pypi-|hf_|hooks\.slack\.com/|://[^\s/@:\[\]\"]*:[^\s/\"]+@|sid="
+    r"|sb_secret_|[12]/[0-9]{4,20}(?:/[0-9]{4,20})?:[0-9a-f]{32}|fc-[0-9a-f]{32}"  # whole: "…-41fc-b1e1…" is a UUID
 )
 # An escape that can join token characters into a token, or hide one: %2F between letters, &#43; ...
 _ESCAPES: Final = r"[A-Za-z0-9]%[0-9A-Fa-f]{2}|%[0-9A-Fa-f]{2}[A-Za-z0-9]|&#[xX]?[0-9A-Fa-f]{1,7};"

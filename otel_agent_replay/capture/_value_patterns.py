@@ -120,6 +120,12 @@ RULES: Final = (
         (("-", r"-(?<=xox[abeoprs]-)"), ("-", r"-(?<=xapp-)")),
     ),
     Rule("google_api_key", r"AIza[0-9A-Za-z_\-]{35}", (("A", "AIza"),)),
+    # A JWE (compact serialisation: five base64url segments, the header JSON); before jwt, which needs "eyJ" twice.
+    Rule(
+        "jwe",
+        r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+        (("J", r"J(?<=eyJ)"),),
+    ),
     Rule(
         "jwt",
         r"eyJ[A-Za-z0-9_\-]{4,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*",
@@ -147,6 +153,25 @@ RULES: Final = (
     Rule("npm_token", r"npm_[A-Za-z0-9]{36}", (("_", r"_(?<=npm_)"),), before=_NOT_ALNUM_BEFORE),
     Rule("pypi_token", r"pypi-[A-Za-z0-9_\-]{50,}", (("-", r"-(?<=pypi-)"),), before=_NOT_ALNUM_BEFORE),
     Rule("huggingface_token", r"hf_[A-Za-z0-9]{30,}", (("_", r"_(?<=hf_)"),), before=_NOT_ALNUM_BEFORE),
+    Rule(
+        "supabase_key",
+        r"sb_secret_[A-Za-z0-9_\-]{16,}",
+        (("_", r"_secret_(?<=sb_secret_)"),),
+        before=_NOT_ALNUM_BEFORE,
+    ),
+    # Asana personal access tokens: "1/<user id>:<32 hex>" and "2/<user id>/<app id>:<32 hex>".
+    Rule(
+        "asana_token",
+        r"[12]/[0-9]{4,20}(?:/[0-9]{4,20})?:[0-9a-f]{32}(?![0-9A-Za-z])",
+        (("/", r"/(?<=[12]/)[0-9]{4,20}(?:/[0-9]{4,20})?:[0-9a-f]{32}"),),
+        before=r"(?<![A-Za-z0-9/._\-])",
+    ),
+    Rule(
+        "firecrawl_key",
+        r"fc-[0-9a-f]{32}(?![0-9A-Za-z])",
+        (("-", r"-(?<=fc-)[0-9a-f]{32}"),),
+        before=_NOT_ALNUM_BEFORE,
+    ),
     Rule(
         "slack_webhook",
         r"(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+",

@@ -14,6 +14,7 @@ recorded HTTP stream whose deltas split the secret. None reaches ``show`` (tree,
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Link, Status, StatusCode
 
 from otel_agent_replay import agent_run, load_tape, record
+from otel_agent_replay.capture import DEFAULT_REDACTOR
+from otel_agent_replay.capture._layers import LAYER_NAMES
+from otel_agent_replay.capture._redact_rules import PATTERN_NAMES
 from otel_agent_replay.cli import main
 from otel_agent_replay.cli._regress import check_tapes
 from otel_agent_replay.core import attributes as A
@@ -222,3 +226,52 @@ def test_check_names_the_kind_of_a_secret_split_across_a_streams_events(tmp_path
     (finding,) = [f for f in check_tapes([str(tape)]) if f.kind == "secret"]
     assert f"attribute {A.MODEL_RESULT} holds a secret" in finding.message
     assert "(secret)" not in finding.message  # the kind the assembled text held is named
+
+
+def _one_span(path: Path, attrs: dict[str, Any]) -> Path:
+    """A foreign tape of one tool span carrying ``attrs``, written unredacted by the OpenTelemetry SDK."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with provider.get_tracer("another.instrumentation").start_as_current_span(
+        "execute_tool read_file", attributes=attrs
+    ):
+        pass
+    provider.shutdown()
+    return _write(path, list(exporter.get_finished_spans()))
+
+
+def _kinds_named(message: str) -> set[str]:
+    named = re.search(r"holds a secret \(([^)]*)\)", message)
+    assert named is not None, message
+    return set(named.group(1).split(", "))
+
+
+def test_check_flags_every_kind_of_secret_capture_redacts_and_names_that_kind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    by_kind: dict[str, Sample] = {}
+    for sample in SAMPLES:
+        for kind in DEFAULT_REDACTOR.secret_kinds(sample.text):
+            by_kind.setdefault(kind, sample)
+    # the corpus holds every kind the rule set names: each value pattern and each layer
+    assert set(PATTERN_NAMES) | set(LAYER_NAMES) <= set(by_kind), set(PATTERN_NAMES) - set(by_kind)
+    tapes: dict[str, Path] = {}
+    for kind, sample in sorted(by_kind.items()):
+        attrs = {
+            A.GEN_AI_OPERATION_NAME: A.OP_EXECUTE_TOOL,
+            A.GEN_AI_TOOL_NAME: "read_file",
+            A.GEN_AI_TOOL_CALL_RESULT: json.dumps({"content": sample.text}),
+        }
+        tapes[kind] = _one_span(tmp_path / f"{kind}.jsonl", attrs)
+        assert _leaks(tapes[kind].read_bytes(), [sample]) == [sample.name]  # on the tape as another tool wrote it
+    secret = SAMPLES[-1].secret
+    tapes["secret_key"] = _one_span(tmp_path / "secret_key.jsonl", {A.GEN_AI_TOOL_NAME: "t", "app.password": secret})
+    for kind, tape in tapes.items():
+        findings = [f for f in check_tapes([str(tape)]) if f.kind == "secret"]
+        assert findings, f"check misses {kind}"
+        if kind != "secret_key":  # a value under a secret key is flagged by its key, whatever it holds
+            assert kind in set().union(*(_kinds_named(f.message) for f in findings)), (kind, findings)
+    code, report = _run(["check", *map(str, tapes.values())], capsys)
+    assert code != 0 and report.count(b"holds a secret") >= len(tapes)
+    assert _leaks(report) == [] and secret.encode() not in report

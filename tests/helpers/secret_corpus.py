@@ -225,7 +225,46 @@ def _decoded_samples() -> list[Sample]:
     ]
 
 
-CORPUS: list[Sample] = [*_token_samples(), *_context_samples(), *_decoded_samples()]
+def _sentence_and_header_samples() -> list[Sample]:
+    """Issue 30, item 7: credential context in sentences and header lines, and formats that leaked before."""
+    w = ["willow", "granite", "saffron", "cobalt", "thistle", "juniper", "marble", "poplar"]
+
+    def pw() -> str:
+        return _rng.choice(w) + "-" + _rng.choice(w) + str(_rng.randint(10, 99))
+
+    def b64url(n: int) -> str:
+        return base64.urlsafe_b64encode(bytes(_rng.randrange(256) for _ in range(n))).decode().rstrip("=")
+
+    basic = base64.b64encode(f"deploy:{pw()}".encode()).decode()
+    basic_short = base64.b64encode(f"ci:{_alnum(6)}".encode()).decode().rstrip("=")
+    jwe_header = base64.urlsafe_b64encode(b'{"alg":"RSA-OAEP-256","enc":"A256GCM"}').decode().rstrip("=")
+    jwe_dir = base64.urlsafe_b64encode(b'{"alg":"dir","enc":"A128CBC-HS256"}').decode().rstrip("=")
+    digits = "0123456789"
+    return [
+        _s("bearer_sentence", _urlsafe(32), "the client retried with Bearer {} and got a 401"),
+        _s("bearer_event", _alnum(40), "request failed: Bearer {} was rejected"),
+        _s("basic_sentence", basic, "it sent Basic {} to the proxy"),
+        _s("basic_unpadded", basic_short, "auth was basic {}, then it failed"),
+        _s("header_apim", _hex(32), "Ocp-Apim-Subscription-Key: {}"),
+        _s("header_any_key", pw(), "X-Partner-Key: {}"),
+        _s("header_any_token", pw(), "X-Upstream-Token: {}\nAccept: */*"),
+        _s("repr_signing_key", pw(), "Settings(signing_key='{}', debug=True)"),
+        _s("repr_named_secret", pw(), "Webhook(url='https://h.example.com', shared_secret='{}')"),
+        _s("yaml_signing_key", pw(), "jwt:\n  signing_key: {}\n  ttl: 3600\n"),
+        _s("yaml_camel_key", pw(), 'crypto:\n  encryptionKey: "{}"\n'),
+        _s("ini_named_key", pw(), "[license]\nlicense_key = {}\nseats = 5\n"),
+        _s("ini_named_secret", pw(), "[oauth]\napp_secret: {}\n"),
+        _s("supabase_secret", "sb" + "_secret_" + _urlsafe(31), "SUPABASE_SERVICE_ROLE {}"),
+        _s("supabase_hex", "sb" + "_secret_" + _hex(32), "the service uses {} for admin calls"),
+        _s("asana_v1", "1/" + _pick(digits, 16) + ":" + _hex(32), "asana {}"),
+        _s("asana_v2", "2/" + _pick(digits, 16) + "/" + _pick(digits, 16) + ":" + _hex(32), "asana pat {}"),
+        _s("firecrawl", "fc" + "-" + _hex(32), "firecrawl client with {}"),
+        _s("jwe", ".".join([jwe_header, b64url(256), b64url(12), b64url(48), b64url(16)]), "encrypted {}"),
+        _s("jwe_direct", ".".join([jwe_dir, "", b64url(16), b64url(32), b64url(16)]), "cookie was {}"),
+    ]
+
+
+CORPUS: list[Sample] = [*_token_samples(), *_context_samples(), *_decoded_samples(), *_sentence_and_header_samples()]
 """Every sample: the text a tool or model sees, and the secret in it."""
 
 

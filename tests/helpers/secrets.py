@@ -57,6 +57,20 @@ NPM_TOKEN = "npm" + "_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 NPM_AUTH_TOKEN = "00000000-" + "1111-2222-3333-" + "444455556666"
 PYPI_TOKEN = "pypi-" + "AgEIcHlwaS5vcmcCJGE0ZmE3NjU2LTlhOTktNDRkZS1iNzk0LTMxMjA2ZDU5YTkyYQACKlszLCI1"
 HUGGINGFACE = "hf" + "_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ012345"
+SUPABASE_SECRET = "sb" + "_secret_" + "aBcDeFgHiJkLmNoPqRsTuV_0123456789"
+ASANA_PAT = "2/" + "1203456789012345/1209876543210987:" + "0123456789abcdef" * 2
+FIRECRAWL = "fc" + "-" + "fedcba9876543210" * 2
+JWE = (
+    "eyJhbGciOiJSU0EtT0FFUCIsImVuYyI6IkEyNTZHQ00ifQ"  # {"alg":"RSA-OAEP","enc":"A256GCM"}
+    + "."
+    + "Zk9vQmFy-S2V5X0VuY3J5cHRlZF9mb3JfdGVzdHNfb25seV8wMTIzNDU2Nzg5"
+    + "."
+    + "SVZfMTIzNDU2Nzg5"
+    + "."
+    + "Q2lwaGVydGV4dF9vZl9hX3Rlc3RfdmFsdWVfXzAxMjM0NTY3ODlhYmNkZWY"
+    + "."
+    + "VGFnXzAxMjM0NTY3ODlh"
+)
 SLACK_WEBHOOK_PATH = "services/" + "T01ABCDEF/B02GHIJKL/" + "x9Yz8Wv7Ut6Sr5Qp4On3Ml2K"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
 URL_AT_PASSWORD = "p@ss" + "Word42"
@@ -170,6 +184,10 @@ PATTERN_SAMPLES = [
     ("huggingface_token", f"HF token {HUGGINGFACE}", HUGGINGFACE),
     ("slack_webhook", f"post to https://hooks.slack.com/{SLACK_WEBHOOK_PATH}", SLACK_WEBHOOK_PATH),
     ("url_credentials", f"postgres://app:{URL_AT_PASSWORD}@db.internal:5432/orders", URL_AT_PASSWORD),
+    ("supabase_key", f"createClient(url, {SUPABASE_SECRET})", SUPABASE_SECRET),
+    ("asana_token", f"asana pat {ASANA_PAT}", ASANA_PAT),
+    ("firecrawl_key", f"FirecrawlApp(api={FIRECRAWL})", FIRECRAWL),
+    ("jwe", f"the id_token came back as {JWE} (encrypted)", JWE),
 ]
 
 # The field rules (a secret named in free text): tried at trigger words, not through the gates.

@@ -1,10 +1,11 @@
 """Issue 22: the corpus of secrets (``helpers.secret_corpus``) in three places of a real recording.
 
-Each value goes through a tool's result, a model request over HTTP (the real ``openai`` SDK against
-the fake provider on 127.0.0.1, which echoes it in its answer) and a streamed answer in 4-character
-deltas. None reaches the tape, the blob folder, OTLP (content capture on and off), any column of the
-store, or ``show --full``; ``check`` flags a tape recorded without redaction and never prints the
-value. Identifiers an agent needs back come back unchanged through record and replay.
+Each value goes through a tool's result (and an event of the application's span inside the tool), a
+model request over HTTP (the real ``openai`` SDK against the fake provider on 127.0.0.1, which echoes it
+in its answer) and a streamed answer in 4-character deltas. None reaches the tape, the blob folder, OTLP
+(content capture on and off), any column of the store, ``show --full`` or ``show --conversation``;
+``check`` flags a tape recorded without redaction and never prints the value. Identifiers an agent needs
+back come back unchanged through record and replay.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from helpers.model_server import fake_provider
 from helpers.otlp_receiver import http_receiver
 from helpers.secret_corpus import ALL_SAMPLES, CORPUS, IDENTIFIERS, Sample
 from helpers.secrets import json_forms
+from opentelemetry import trace
 
 from otel_agent_replay import Redactor, agent_run, load_tape, record, replay, tool
 from otel_agent_replay.capture._redact_rules import compile_rules
@@ -52,7 +54,10 @@ def _store_bytes(db: Path) -> bytes:
 
 @tool(name="read_file", side_effect="read_only")
 def read_file(path: str, content: str) -> str:
-    """A file-reading tool: what it returns is the file (the sample's text)."""
+    """A file-reading tool: what it returns is the file (the sample's text), which it also logs as a span
+    event of the application's own span (a sentence in an event's attribute: issue 30)."""
+    with trace.get_tracer("app.reader").start_as_current_span("parse file") as span:
+        span.add_event("log", {"detail": f"read {path}: {content}"})
     return content
 
 
@@ -110,13 +115,19 @@ def test_no_corpus_value_reaches_the_tape_blobs_otlp_store_or_show(
     assert blobs, "max_string=96 sends the long values to the blob folder"
     assert _leaks(b"\n".join(p.read_bytes() for p in blobs)) == []
     sent = b"".join(request.SerializeToString() for request in got.requests)
-    assert len(got.spans()) == 1 + 3 * len(ALL_SAMPLES)
+    assert len(got.spans()) == 1 + 4 * len(ALL_SAMPLES)  # the run, 3 steps and the application's span each
+    events = [e for span in got.spans() for e in span.events if e.name == "log"]
+    assert len(events) == len(ALL_SAMPLES) and _leaks(b"".join(e.SerializeToString() for e in events)) == []
     assert _leaks(sent) == []
     assert _leaks(_store_bytes(db)) == []
     capsys.readouterr()
     assert main(["show", str(tape), "--full"]) == 0
     shown = capsys.readouterr().out
     assert "read_file" in shown and _leaks(shown.encode()) == []
+    assert main(["show", str(tape), "--conversation", "--full"]) == 0
+    conversation = capsys.readouterr().out
+    assert "gpt-test" in conversation or "assistant" in conversation.lower()
+    assert _leaks(conversation.encode()) == []
     # what was recorded is clean by check's own reading (redaction is idempotent, even on cut values)
     assert [f.where for f in check_tapes([str(tape)]) if f.kind == "secret"] == []
 
