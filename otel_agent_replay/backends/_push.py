@@ -11,9 +11,9 @@ fetches (``redact_traces``: a tape another tool wrote may hold secrets), and sen
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +26,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, TracesData
 
 from otel_agent_replay.capture import DEFAULT_REDACTOR, Redactor
-from otel_agent_replay.core import ConfigurationError, EndpointError, TapeFormatError
+from otel_agent_replay.core import ConfigurationError, EndpointError, OtlpWarning, TapeFormatError
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.tape import DECODE_ERRORS, decode_problem, iter_spans, otlp_from_jaeger
 
@@ -56,6 +56,9 @@ class PushResult:
     """What the endpoint said about rejected spans."""
     redacted: int = 0
     """Values redaction changed on the way out (a tape another tool wrote may hold secrets)."""
+    unconfirmed: int = 0
+    """Spans sent whose answer could not be read, so whether the endpoint rejected some is not known (the
+    reasons are in ``messages``; an ``OtlpWarning`` says so too)."""
 
 
 def push(
@@ -112,6 +115,13 @@ def push(
         sender.close()
     if tally.spans != expected:  # pragma: no cover - the reader and the loader disagree: a bug to report
         raise TapeFormatError(f"read {expected} span(s) but sent {tally.spans}; please report this", path=source)
+    if tally.unconfirmed:
+        warnings.warn(
+            f"push: {tally.unconfirmed} of {tally.spans} span(s) sent to {url} are not confirmed: "
+            f"{'; '.join(tally.unreadable)}. The endpoint may have rejected some of them; check its logs",
+            OtlpWarning,
+            stacklevel=2,
+        )
     return PushResult(
         url,
         protocol,
@@ -121,6 +131,7 @@ def push(
         tally.stripped,
         tuple(tally.messages),
         tally.redacted,
+        tally.unconfirmed,
     )
 
 
@@ -146,12 +157,19 @@ class _Tally:
     """Counts of what was sent."""
 
     def __init__(self) -> None:
-        self.spans = self.requests = self.rejected = self.stripped = self.redacted = 0
+        self.spans = self.requests = self.rejected = self.stripped = self.redacted = self.unconfirmed = 0
+        self.unreadable: list[str] = []
         self.messages: list[str] = []
 
-    def sent(self, spans: int, answer: ExportTraceServiceResponse) -> None:
+    def sent(self, spans: int, answer: ExportTraceServiceResponse | str) -> None:
+        """One request's answer: the endpoint's, or why it could not be read (its spans are then unconfirmed)."""
         self.spans += spans
         self.requests += 1
+        if isinstance(answer, str):
+            self.unconfirmed += spans
+            self.unreadable.append(answer)
+            self.messages.append(f"{spans} span(s) unconfirmed: {answer}")
+            return
         self.rejected += answer.partial_success.rejected_spans
         if answer.partial_success.error_message:
             self.messages.append(answer.partial_success.error_message)
@@ -233,7 +251,8 @@ class _HttpSender:
         self.headers = {**headers, "Content-Type": "application/x-protobuf"}
         self.timeout = timeout
 
-    def send(self, req: ExportTraceServiceRequest) -> ExportTraceServiceResponse:
+    def send(self, req: ExportTraceServiceRequest) -> ExportTraceServiceResponse | str:
+        """The endpoint's answer, or why it cannot be read (the spans then count as unconfirmed)."""
         got = request(
             "POST", self.url, body=req.SerializeToString(), headers=self.headers, timeout=self.timeout, what="push"
         )
@@ -243,9 +262,20 @@ class _HttpSender:
                 f"(an OTLP/HTTP traces endpoint, usually http://host:4318/v1/traces) and the --header values"
             )
         answer = ExportTraceServiceResponse()
-        if got.body and got.headers.get("content-type", "").startswith("application/x-protobuf"):
-            with contextlib.suppress(Exception):  # an answer we cannot read is not a failure of the push
+        if not got.body:
+            return answer  # an empty answer is a full success
+        kind = got.headers.get("content-type", "").split(";")[0].strip().lower()
+        try:
+            if kind == "application/x-protobuf":
                 answer.ParseFromString(got.body)
+            elif kind == "application/json":
+                from google.protobuf.json_format import Parse
+
+                Parse(got.body.decode("utf-8"), answer, ignore_unknown_fields=True)
+            else:
+                return f"HTTP {got.status} answered with {kind or 'no content type'}, not an OTLP answer"
+        except Exception as exc:  # an answer we cannot read is not a failure of the push; it is said and counted
+            return f"HTTP {got.status} answered with a {kind} body that is not an OTLP answer ({type(exc).__name__})"
         return answer
 
     def close(self) -> None:

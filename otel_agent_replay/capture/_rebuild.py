@@ -316,8 +316,13 @@ _SIMPLE_BY_NAME: dict[str, type] = {name: cls for cls, name in SIMPLE_KINDS.item
 # --- exceptions --------------------------------------------------------------------------------
 
 
-def rebuild_exception_as(cls: type[BaseException], args: list[Any], attrs: dict[str, Any]) -> BaseException:
-    """An instance of ``cls`` with these args and attributes (its ``__init__`` when it takes the args)."""
+def rebuild_exception_as(
+    cls: type[BaseException], args: list[Any], attrs: dict[str, Any], left_off: list[str] | None = None
+) -> BaseException:
+    """An instance of ``cls`` with these args and attributes (its ``__init__`` when it takes the args).
+
+    An attribute the class does not let be set (a read-only property, ``__slots__``) is left off, and its
+    name and why go to ``left_off`` (the caller says so)."""
     try:
         exc = cls(*args)
     except Exception:
@@ -328,6 +333,7 @@ def rebuild_exception_as(cls: type[BaseException], args: list[Any], attrs: dict[
     for name, item in attrs.items():
         try:
             setattr(exc, name, item)
-        except Exception:
-            continue
+        except Exception as why:
+            if left_off is not None:
+                left_off.append(f"{name} ({type(why).__name__}: {why})")
     return exc

@@ -73,6 +73,7 @@ def _cmd_push(args: argparse.Namespace, out: Console, err: Console) -> int:
                 "rejected": result.rejected,
                 "content_stripped": result.content_stripped,
                 "redacted": result.redacted,
+                "unconfirmed": result.unconfirmed,
                 "messages": list(result.messages),
             }
         )
@@ -92,6 +93,11 @@ def _cmd_push(args: argparse.Namespace, out: Console, err: Console) -> int:
         err.print(
             f"[yellow]warning:[/yellow] the endpoint rejected {result.rejected} span(s): "
             f"{escape('; '.join(result.messages) or 'no reason given')}"
+        )
+    if result.unconfirmed:
+        err.print(
+            f"[yellow]warning:[/yellow] {result.unconfirmed} span(s) are not confirmed: the endpoint's answer "
+            "could not be read, so it may have rejected some of them; check its logs"
         )
     return 0
 

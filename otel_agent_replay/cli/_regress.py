@@ -23,7 +23,7 @@ from otel_agent_replay.comparison import STRICT, Policy, compare, short
 from otel_agent_replay.conversation import redact_stream
 from otel_agent_replay.core import SideEffect, StepKind, TapeFormatError, TapeNotFoundError, TapeWarning, visible
 from otel_agent_replay.core import attributes as A
-from otel_agent_replay.tape import Run, Tape, load_tape
+from otel_agent_replay.tape import Run, Tape, load_tape, removed_lines
 
 from ._output import dump_json
 
@@ -317,10 +317,12 @@ def check_tapes(paths: Iterable[str], *, max_age_days: float | None = None, prov
                 findings.append(Finding("format", path, str(exc)))
                 continue
             lines: dict[str, int] = {}
+            every_line: dict[str, int] | None = lines
             try:
                 findings.extend(_secret_findings(path, lines))
             except ValueError as exc:  # the loader skipped what it could not read; the reader cannot go on
                 findings.append(Finding("format", path, f"not scanned for secrets: its lines cannot be read ({exc})"))
+                every_line = None
         if not tape.runs and not tape.warnings:
             empty = Path(path).stat().st_size == 0
             what = "is empty (0 bytes)" if empty else "holds no spans"
@@ -341,6 +343,9 @@ def check_tapes(paths: Iterable[str], *, max_age_days: float | None = None, prov
                         "span never reached it (the process died mid-run, or the tape was cut); re-record it",
                     )
                 )
+            for span_id, message in removed_lines(run, every_line):
+                line = lines.get(span_id, 0) if span_id else 0
+                findings.append(Finding("format", f"{path}:{line}", message))
             if provenance:
                 findings.extend(_provenance_findings(path, run, lines))
             when = _when(run.recorded_at) if run.recorded_at else None

@@ -62,6 +62,7 @@ from ._errors import (
     UnknownAgent,
 )
 from ._files import MAX_BLOB_BYTES, MAX_LINE_BYTES, open_regular, read_regular
+from ._lock import LockHolder, TapeLock, lock_path
 from ._project import ProjectSettings, find_pyproject, project_settings
 from ._scope import Scope
 from ._text import CONTROL_CHARACTERS, visible
@@ -81,6 +82,7 @@ __all__ = [
     "DriftPolicy",
     "DriftPolicyName",
     "EndpointError",
+    "LockHolder",
     "MissPolicy",
     "MissPolicyName",
     "ModelPolicy",
@@ -114,6 +116,7 @@ __all__ = [
     "TapeDrift",
     "TapeError",
     "TapeFormatError",
+    "TapeLock",
     "TapeMiss",
     "TapeNotFoundError",
     "TapePayloadMissing",
@@ -127,6 +130,7 @@ __all__ = [
     "attributes",
     "choice",
     "find_pyproject",
+    "lock_path",
     "open_regular",
     "project_settings",
     "read_regular",

@@ -51,7 +51,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 class RunHandle:
     """The handle ``agent_run`` yields: ids of the run and ``set_output``."""
 
-    __slots__ = ("_capture", "agent_name", "output", "run_id", "span", "span_id", "trace_id")
+    __slots__ = ("_capture", "agent_name", "output", "run_id", "span", "span_id", "steps_lost", "trace_id")
 
     def __init__(self, run_id: str, agent_name: str, span: Span, capture: Capture) -> None:
         ctx = span.get_span_context()
@@ -61,6 +61,8 @@ class RunHandle:
         self.trace_id = f"{ctx.trace_id:032x}"
         self.span_id = f"{ctx.span_id:016x}"
         self.output: object = None
+        self.steps_lost = 0
+        """Steps that could not reach the tape (a stream still open at the run's end whose end failed)."""
         self._capture = capture
 
     def set_output(self, value: object) -> None:
@@ -219,9 +221,12 @@ class agent_run(Scope[RunHandle, _Entered]):
         exc: BaseException | None,
     ) -> None:
         state, handle, undo, session = entered
-        left_open = state.end_open_streams()
+        left_open, lost = state.end_open_streams()
         if left_open:
             warn_left_open(left_open)
+        if lost:
+            handle.steps_lost += len(lost)
+            warn_lost_streams(handle, lost)
         run_ended(state)
         try:
             if exc is not None:
@@ -256,6 +261,18 @@ class agent_run(Scope[RunHandle, _Entered]):
 
 
 _warned_open: set[str] = set()
+
+
+def warn_lost_streams(handle: RunHandle, lost: list[tuple[str, str]]) -> None:
+    """Say which streamed steps were lost: still open at the run's end, and ending them failed."""
+    which = "; ".join(f"{name!r} ({why})" for name, why in lost)
+    warnings.warn(
+        f"run {handle.run_id}: {len(lost)} streamed step(s) were still open when the run ended, and ending them "
+        f"failed, so they may be missing from the tape or lack their result: {which}. Consume or close each "
+        "stream inside the run (counted in the run handle's steps_lost)",
+        RecordingWarning,
+        stacklevel=4,
+    )
 
 
 def warn_left_open(names: list[str]) -> None:

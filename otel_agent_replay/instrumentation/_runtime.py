@@ -116,19 +116,22 @@ class RunState:
         with self._lock:
             return self._open.pop(token, None) is not None
 
-    def end_open_streams(self) -> list[str]:
+    def end_open_streams(self) -> tuple[list[str], list[tuple[str, str]]]:
         """End the streams still open as the run ends (their consumers never closed them), as recorded so
-        far, so that their steps reach the tape; returns their names. Never raises."""
+        far, so that their steps reach the tape. Returns the names of those ended, and (name, why) of those
+        whose end raised: their steps are lost (the run's own end goes on). Never raises."""
         with self._lock:
             still_open = list(self._open.values())
         ended: list[str] = []
+        lost: list[tuple[str, str]] = []
         for name, end in still_open:
             try:
                 end()
-            except Exception:  # the step is lost rather than the run's own end
+            except Exception as exc:  # the step is lost rather than the run's own end; the caller says so
+                lost.append((name, f"{type(exc).__name__}: {exc}"))
                 continue
             ended.append(name)
-        return ended
+        return ended, lost
 
 
 current_run: ContextVar[RunState | None] = ContextVar("agent_replay_run", default=None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._lock import DEFAULT_LOCK_TIMEOUT, Writing, hold_tape, lock_timeout_seconds
 from ._record import Recording, record
 
-__all__ = ["Recording", "record"]
+__all__ = ["DEFAULT_LOCK_TIMEOUT", "Recording", "Writing", "hold_tape", "lock_timeout_seconds", "record"]

@@ -44,6 +44,7 @@ from otel_agent_replay.core import (
     Scope,
     SideEffect,
     SideEffectName,
+    TapeLock,
     project_settings,
 )
 from otel_agent_replay.core import attributes as A
@@ -64,6 +65,7 @@ from otel_agent_replay.integrations import (
 from otel_agent_replay.store import Store
 
 from ._foreign import ResourceRedaction, is_ours, is_run_span, redacted_span
+from ._lock import DEFAULT_LOCK_TIMEOUT, Writing, hold_tape, lock_timeout_seconds
 from ._store_sink import StoreSink
 
 _log = logging.getLogger(__name__)
@@ -97,6 +99,8 @@ class Recording:
         """The agent of the block's implicit run (``record(agent=...)``; None: the test's or script's name)."""
         self.otel_context = otel_context.get_current()
         """The OpenTelemetry context the block was entered in: the implicit run's parent."""
+        self.lock: TapeLock | None = None
+        """The tape's one-writer lock, held from the block's start to its end."""
 
     @property
     def store(self) -> Store | None:
@@ -239,6 +243,10 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
     ``http_side_effects`` (``"METHOD host/path"`` patterns → side effect) declares what a request does.
     ``mcp_side_effects`` (``"server/tool"`` patterns → side effect) declares an MCP tool's, over what its
     server's annotations say.
+
+    One writer per tape: the block holds the tape's lock (``TAPE.lock`` beside it) across processes from
+    its start to its end. A second process recording the same tape waits for it (a ``TapeWarning`` names
+    the holder), at most ``lock_timeout`` seconds, then fails with a ``TapeError`` naming the holder.
     """
 
     def __init__(
@@ -262,8 +270,10 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         http_routes: Iterable[HttpRoute] = (),
         http_side_effects: Mapping[str, SideEffect | SideEffectName] | None = None,
         mcp_side_effects: Mapping[str, SideEffect | SideEffectName] | None = None,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     ) -> None:
         super().__init__()
+        self.lock_timeout = lock_timeout_seconds(lock_timeout, "record")
         if store is not None and not isinstance(store, (Store, str, os.PathLike)):
             raise ConfigurationError(f"record(store={store!r}): give a Store, a SQLite path or a postgresql:// URL")
         self.store = store
@@ -302,6 +312,14 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
 
     def _start(self) -> tuple[Recording, tuple[Recording, Token[object | None]]]:
         warn_if_replay_active(f"record({str(self.path)!r})")
+        lock = hold_tape(self.path, _RECORD, self.lock_timeout)
+        try:
+            return self._begin(lock)
+        except BaseException:
+            lock.release()
+            raise
+
+    def _begin(self, lock: TapeLock) -> tuple[Recording, tuple[Recording, Token[object | None]]]:
         provider = ensure_provider()
         _router_for(provider)
         otlp = otlp_processor(
@@ -313,6 +331,7 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         exporter = TapeSpanExporter(self.path, fsync=self.fsync)
         keys = KeyRules(project_settings().key_ignore).merged(self.key_ignore)
         rec = Recording(self.path, exporter, dataclasses.replace(self.capture, keys=keys), otlp, self._sink())
+        rec.lock = lock
         token = current_recording.set(rec)
         recording_started(rec)
         rec.agent = self.agent
@@ -334,6 +353,14 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
         return StoreSink(self.store if isinstance(self.store, Store) else os.fspath(self.store), self.path)
 
     def _stop(self, entered: tuple[Recording, Token[object | None]], error: BaseException | None) -> None:
+        rec, _ = entered
+        try:
+            self._end(entered, error)
+        finally:
+            if rec.lock is not None:
+                rec.lock.release()
+
+    def _end(self, entered: tuple[Recording, Token[object | None]], error: BaseException | None) -> None:
         rec, token = entered
         try:
             end_implicit_run(rec, error)  # before the block's end: its span reaches the tape
@@ -353,7 +380,7 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
             warnings.warn(
                 f"{rec.path}: {lost} span(s) could not be written to the tape (see the log for why)",
                 RecordingWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         if rec.stats.reopened:
             warnings.warn(
@@ -361,7 +388,7 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
                 f"it was opened again, and {rec.stats.spans_left_behind} span(s) written before that went to the "
                 "file it replaced: record again to have the whole run in one tape",
                 RecordingWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         if rec.stats.changed_underneath:
             aside = rec.stats.moved_aside
@@ -372,10 +399,17 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
                 f"longer on it{moved}; every span written after that is on it. Record those runs again, and leave a "
                 "tape alone while it is being recorded",
                 RecordingWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         if rec.otlp is not None:
             _close_otlp(rec, rec.otlp)
+
+
+_RECORD = Writing(
+    "record()",
+    "Wait for it to end (record(..., lock_timeout=SECONDS) waits longer), or give each process a tape of its "
+    "own (under pytest-xdist, one per worker: the PYTEST_XDIST_WORKER variable names it)",
+)
 
 
 def _close_otlp(rec: Recording, otlp: OtlpProcessor) -> None:
@@ -397,5 +431,5 @@ def _close_otlp(rec: Recording, otlp: OtlpProcessor) -> None:
         f"({', '.join(counts)}){why}. The tape {rec.path} has every span; send them later with: "
         f"otel-agent-replay push {rec.path} --endpoint {target}",
         OtlpWarning,
-        stacklevel=4,
+        stacklevel=5,
     )

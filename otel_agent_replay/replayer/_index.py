@@ -8,6 +8,7 @@ nth call), which tells drift from a miss. Safe under threads and asyncio.
 from __future__ import annotations
 
 import threading
+import warnings
 from array import array
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -27,7 +28,7 @@ from otel_agent_replay.capture import (
     rebuild_exception_as,
 )
 from otel_agent_replay.comparison import Difference, json_changes
-from otel_agent_replay.core import RecordedToolError, StepKind, TapeFormatError, TapePayloadMissing
+from otel_agent_replay.core import RecordedToolError, ReplayWarning, StepKind, TapeFormatError, TapePayloadMissing
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.tape import Run, Step, StepError
 
@@ -255,10 +256,21 @@ def rebuild_exception(error: StepError, attributes: Mapping[str, Any] | None = N
     if isinstance(target, type) and issubclass(target, Exception):
         if args is None:
             args = [error.message]
+        left_off: list[str] = []
         try:
-            return rebuild_exception_as(target, args, facts or {})
+            exc = rebuild_exception_as(target, args, facts or {}, left_off)
         except Exception:
             pass
+        else:
+            if left_off:
+                warnings.warn(
+                    f"the recorded {error.type} is raised again without {len(left_off)} of its recorded "
+                    f"attribute(s), which its class does not let be set now: {'; '.join(left_off)}. Code that reads "
+                    "them sees the class's own values; re-record if the class changed",
+                    ReplayWarning,
+                    stacklevel=2,
+                )
+            return exc
     return RecordedToolError(error.type, error.message)
 
 

@@ -42,6 +42,7 @@ from otel_agent_replay.core import (
 )
 from otel_agent_replay.instrumentation import positive_seconds
 from otel_agent_replay.integrations import HttpRoute, mcp_side_effect_rules, side_effect_rules
+from otel_agent_replay.recorder import DEFAULT_LOCK_TIMEOUT, lock_timeout_seconds
 
 from ._messages import API_HINTS, Hints
 
@@ -146,6 +147,9 @@ class ReplayOptions:
     passthrough: Iterable[str] = ()
     """Hosts (``host`` or ``host:port``) whose HTTP requests go live and are never recorded, each counted in
     ``passthrough_requests``; the network guard lets them through too."""
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    """How long a mode that writes the tape (``once`` on a missing tape, ``new_episodes``, ``all``) waits for
+    another process that writes it (seconds), before it fails naming that process."""
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # normalising in a frozen dataclass
@@ -192,6 +196,7 @@ class ReplayOptions:
             raise ConfigurationError(f"replay(passthrough={self.passthrough!r}): give hosts, as 'host' or 'host:port'")
         put(self, "passthrough", frozenset(h.lower() for h in hosts))
         put(self, "http_routes", tuple(self.http_routes))
+        put(self, "lock_timeout", lock_timeout_seconds(self.lock_timeout, "replay"))
         for route in self.http_routes:
             if not isinstance(route, HttpRoute):
                 raise ConfigurationError(f"replay(http_routes=[..., {route!r}]): give HttpRoute values")

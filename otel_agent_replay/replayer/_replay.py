@@ -43,10 +43,12 @@ from otel_agent_replay.core import (
     StalePolicy,
     StalePolicyName,
     TapeError,
+    TapeLock,
     TapeNotFoundError,
     TapeStale,
     Then,
     ThenName,
+    lock_path,
     project_settings,
 )
 from otel_agent_replay.instrumentation import (
@@ -57,7 +59,7 @@ from otel_agent_replay.instrumentation import (
     warn_if_replay_active,
 )
 from otel_agent_replay.integrations import HttpActivation, HttpRoute, activate
-from otel_agent_replay.recorder import record
+from otel_agent_replay.recorder import Writing, hold_tape, record
 from otel_agent_replay.tape import Run, Tape, load_tape
 from otel_agent_replay.timetravel import Edits, fork_tape_for
 
@@ -101,6 +103,41 @@ def _load_once(path: Path) -> Tape:
     return tape
 
 
+def _writing(options: ReplayOptions) -> Writing:
+    """What a replay that writes its tape does, in words for the lock's messages."""
+    mode, hints = options.record_mode, options.hints
+    longer = hints.option("lock_timeout=SECONDS")
+    if mode == RecordMode.ONCE:
+        advice = (
+            f"When it has finished, run again: {hints.mode('once')} then replays the tape it recorded; or wait "
+            f"longer with {longer}"
+        )
+    elif mode == RecordMode.NEW_EPISODES:
+        advice = (
+            f"Appends to one tape are made one after the other: wait longer with {longer}, or replay without "
+            f"appending ({hints.mode('none')}), which waits for no one"
+        )
+    else:
+        advice = f"Wait for it to end (or longer, with {longer}), or give each process a tape of its own"
+    return Writing(f"this replay (mode={mode.value!r})", advice)
+
+
+def _writer_lock(path: Path | None, options: ReplayOptions) -> TapeLock | None:
+    """The tape's one-writer lock for a mode that may write it, held to the block's end (None: this replay
+    writes no tape). ``once`` takes it only while the tape is missing or being written, and a ``once`` that
+    finds the tape written when it gets the lock (another process recorded it meanwhile) replays it."""
+    mode = options.record_mode
+    if path is None or mode == RecordMode.NONE:
+        return None
+    if mode == RecordMode.ONCE and path.exists() and not lock_path(path).exists():
+        return None  # recorded, and nobody writes it: replayed as it is, with nothing written beside it
+    lock = hold_tape(path, _writing(options), options.lock_timeout)
+    if mode == RecordMode.ONCE and path.exists():
+        lock.release()
+        return None
+    return lock
+
+
 def _recorded_at(run: Run) -> _dt.datetime | None:
     if run.recorded_at:
         try:
@@ -123,6 +160,8 @@ class _Entered:
     http: HttpActivation | None = None
     still: bool = False
     """Whether this replay holds the heap still (``_heap``: a large tape)."""
+    lock: TapeLock | None = None
+    """The tape's one-writer lock, held to the block's end by a mode that writes the tape."""
 
 
 class replay(Scope[ReplaySession, _Entered]):
@@ -183,6 +222,8 @@ class replay(Scope[ReplaySession, _Entered]):
         beside the tape).
     :param passthrough: hosts (``host`` or ``host:port``) whose HTTP goes live, never recorded, counted in
         ``passthrough_requests``.
+    :param lock_timeout: how long a mode that writes the tape waits for another process writing it (default
+        600 s; one writer per tape: ``once`` finds the tape that process recorded and replays it).
     """
 
     def __init__(
@@ -221,6 +262,7 @@ class replay(Scope[ReplaySession, _Entered]):
         then: Then | ThenName | None = None,
         edit: Mapping[str, Any] | None = None,
         fork_tape: str | os.PathLike[str] | None = None,
+        lock_timeout: float | None = None,
     ) -> None:
         super().__init__()
         given = {
@@ -255,6 +297,7 @@ class replay(Scope[ReplaySession, _Entered]):
             "then": then,
             "edit": edit,
             "fork_tape": fork_tape,
+            "lock_timeout": lock_timeout,
         }
         if options is not None and not isinstance(options, ReplayOptions):
             raise ConfigurationError(f"replay(options={options!r}): give a ReplayOptions (or use the keywords)")
@@ -274,13 +317,31 @@ class replay(Scope[ReplaySession, _Entered]):
         warn_if_replay_active("replay(...)")
         path = self._path()
         options = self.options.with_project(project_settings())  # read at each start: a changed rule applies
+        lock = _writer_lock(path, options)
+        try:
+            return self._begin(path, options, lock)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+
+    def _begin(
+        self, path: Path | None, options: ReplayOptions, lock: TapeLock | None
+    ) -> tuple[ReplaySession, _Entered]:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
         recorder: record | None = None
         temp: Path | None = None
         still = False
         if path is not None and options.records(path.exists()):
             if options.record_mode == RecordMode.ALL:
                 temp = path.with_name(f".{path.name}.recording-{os.getpid()}")
-            recorder = record(temp or path, redactor=options.redactor, key_ignore=options.key_ignore, http=False)
+            recorder = record(
+                temp or path,
+                redactor=options.redactor,
+                key_ignore=options.key_ignore,
+                http=False,
+                lock_timeout=options.lock_timeout,
+            )
             recorder.__enter__()
             session = ReplaySession(options, None, str(path), recording=True)
         else:
@@ -290,7 +351,13 @@ class replay(Scope[ReplaySession, _Entered]):
             self._check_not_empty(tape, options)
             fork_tape = self._fork_tape(options, tape)
             if fork_tape is not None:  # the replayed (forked) run is written there, as a tape of its own
-                recorder = record(fork_tape, redactor=options.redactor, key_ignore=options.key_ignore, http=False)
+                recorder = record(
+                    fork_tape,
+                    redactor=options.redactor,
+                    key_ignore=options.key_ignore,
+                    http=False,
+                    lock_timeout=options.lock_timeout,
+                )
                 recorder.__enter__()
             session = ReplaySession(options, tape, tape.path, recording=False, fork_tape=fork_tape)
             replay_started(session)
@@ -314,7 +381,7 @@ class replay(Scope[ReplaySession, _Entered]):
             if options.http
             else None
         )
-        return session, _Entered(session, token, recorder, temp, http, still)
+        return session, _Entered(session, token, recorder, temp, http, still, lock)
 
     @staticmethod
     def _fork_tape(options: ReplayOptions, tape: Tape) -> Path | None:
@@ -369,6 +436,14 @@ class replay(Scope[ReplaySession, _Entered]):
                 )
 
     def _stop(self, entered: _Entered, error: BaseException | None) -> None:
+        __tracebackhide__ = True  # pytest shows the user's frames, not ours
+        try:
+            self._end(entered, error)
+        finally:
+            if entered.lock is not None:
+                entered.lock.release()
+
+    def _end(self, entered: _Entered, error: BaseException | None) -> None:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         replay_ended(entered.session)
         entered.session.end_implicit(error)  # its span reaches a recording still open (a fork tape)

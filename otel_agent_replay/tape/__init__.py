@@ -5,6 +5,7 @@ Our OTLP JSON Lines, the Collector's file export, one OTLP JSON document, and Ja
 
 from __future__ import annotations
 
+from ._gaps import removed_lines
 from ._jaeger import otlp_from_jaeger
 from ._lineage import Lineage, lineage
 from ._load import iter_spans, load_tape
@@ -30,4 +31,5 @@ __all__ = [
     "load_tape",
     "otlp_from_jaeger",
     "redact_record",
+    "removed_lines",
 ]

@@ -9,9 +9,13 @@
 - a span of ours (``agent_replay.*`` attributes) carries its run, seq, step id and call key;
 - a foreign GenAI span (``execute_tool``, or ``chat`` marked as a model step) joins the run of
   its ``run_id``, else the run span nearest above it, else a run per trace; its seq, step id and
-  call key are computed here. A foreign tool span directly around or inside a step of ours with
-  the same tool is the same call seen by a second instrumentation, not a step;
-- a tool or model span without recorded arguments cannot be replayed: it is skipped with a
+  call key are computed here. A foreign tool span directly around a step of ours with the same
+  tool is the same call seen by a second instrumentation, and a foreign span anywhere inside a
+  step of ours (an in-process MCP server's own ``tools/call`` span) ran within that recorded call:
+  neither is a step, and neither is warned about;
+- a foreign ``invoke_agent`` span (a framework's own view of the agent, such as google-adk's) above
+  or inside a run of ours is not a run: its spans belong to that run. Elsewhere it is a run;
+- any other tool or model span without recorded arguments cannot be replayed: it is skipped with a
   ``TapeWarning``.
 
 Arguments and results stay the JSON text they are in the span (``model.Step`` parses them on
@@ -141,7 +145,9 @@ class _RunBuilder:
         self.run_of_span: dict[_SpanKey, str] = {}
         self.orphans: list[_StepAwaitingRun] = []  # foreign steps: their run is found once every span is read
         self.step_lines: dict[_SpanKey, int] = {}
-        self.without_arguments = 0
+        self.our_steps: set[_SpanKey] = set()  # the step spans recorded by otel-agent-replay
+        self.argless: list[tuple[SpanRecord, str]] = []  # foreign tool or model spans without arguments
+        self.foreign_runs: list[tuple[int, _SpanKey, SpanRecord]] = []  # invoke_agent spans not of ours
 
     def build(self) -> tuple[Run, ...]:
         """Read every span, then the runs in order of first appearance."""
@@ -152,14 +158,17 @@ class _RunBuilder:
             for record in records:
                 index += 1
                 add(index, record if redactor is None else redact_record(record, redactor))
-        if self.without_arguments:
+        self._settle_foreign_runs()
+        recorded = _RecordedSteps(self.runs)
+        without_arguments = sum(1 for record, tool in self.argless if not self._a_view(recorded, record, tool))
+        if without_arguments:
             self.reader.warn(
-                f"{self.reader.path}: skipped {self.without_arguments} tool or model span(s) without recorded "
+                f"{self.reader.path}: skipped {without_arguments} tool or model span(s) without recorded "
                 f"arguments ({GEN_AI_TOOL_CALL_ARGUMENTS} / {MODEL_ARGUMENTS}): they cannot be replayed. "
                 f"Turn on content capture in the instrumentation that wrote them, or record with "
                 f"otel-agent-replay."
             )
-        self._place_orphans()
+        self._place_orphans(recorded)
         out: list[Run] = []
         for run_id, parts in sorted(self.runs.items(), key=lambda item: item[1].first):
             steps = _ordered_steps(run_id, parts)
@@ -195,12 +204,15 @@ class _RunBuilder:
             if tool is None:
                 tool = name_suffix(record.name, OP_CHAT)
         elif op == OP_INVOKE_AGENT:
-            self._add_run(index, key, record)
+            if RUN_ID in attrs:
+                self._add_run(index, key, record)
+            else:
+                self.foreign_runs.append((index, key, record))  # a run, unless a run of ours is above or below
             return
         else:
             return
         if args is None:
-            self.without_arguments += 1
+            self.argless.append((record, tool if type(tool) is str else str(tool)))
             return
         self._add_step(index, key, record, kind, tool if type(tool) is str else str(tool), args)
 
@@ -235,6 +247,7 @@ class _RunBuilder:
         call_key = attrs.get(CALL_KEY)
         if type(step_run) is str and step_run and type(seq) is int and type(step_id) is str and type(call_key) is str:
             # Recorded by otel-agent-replay: everything is on the span.
+            self.our_steps.add(key)
             self._parts(step_run, index).steps.append(
                 make_step(kind, tool, args, seq, step_id, call_key, step_run, record)
             )
@@ -245,14 +258,53 @@ class _RunBuilder:
         else:
             self.orphans.append(pending)
 
-    def _place_orphans(self) -> None:
+    def _settle_foreign_runs(self) -> None:
+        """A foreign ``invoke_agent`` span above or below a run of ours is that run's (its spans join it);
+        any other is a run of its own, as every run span is."""
+        if not self.foreign_runs:
+            return
+        parents, run_of_span = self.parents, self.run_of_span
+        below: dict[_SpanKey, str] = {}  # a span above a run of ours → that run (the nearest one wins)
+        for key, run_id in list(run_of_span.items()):
+            trace_id, span_id, hops = key[:32], parents.get(key, ""), 0
+            while span_id and hops <= len(parents):
+                up = trace_id + span_id
+                below.setdefault(up, run_id)
+                span_id = parents.get(up, "")
+                hops += 1
+        for index, key, record in self.foreign_runs:
+            ours = _ancestor_run(record, run_of_span, parents) or below.get(key)
+            if ours is not None:
+                run_of_span[key] = ours
+            else:
+                self._add_run(index, key, record)
+
+    def _inside_our_step(self, record: SpanRecord) -> bool:
+        """Whether a span ran within a step recorded by otel-agent-replay (that step is what replays)."""
+        ours = self.our_steps
+        if not ours:
+            return False
+        parents, trace_id, span_id, hops = self.parents, record.trace_id, record.parent_span_id, 0
+        while span_id and hops <= len(parents):
+            key = trace_id + span_id
+            if key in ours:
+                return True
+            span_id = parents.get(key, "")
+            hops += 1
+        return False
+
+    def _a_view(self, recorded: _RecordedSteps, record: SpanRecord, tool: str) -> bool:
+        """Whether a foreign step span is another view of a step of ours: directly around it with the same
+        tool, or anywhere inside it."""
+        return recorded.has_second_view(record, tool) or self._inside_our_step(record)
+
+    def _place_orphans(self, recorded: _RecordedSteps) -> None:
         """Foreign steps without a run_id join the run span above them, else a run per trace."""
         if not self.orphans:
             return
-        recorded = _RecordedSteps(self.runs)
         for pending in self.orphans:
-            if recorded.has_second_view(pending):
-                continue  # the same call, seen by a second instrumentation
+            if self._a_view(recorded, pending.record, pending.tool):
+                continue  # the same call, seen by a second instrumentation, or a part of a recorded call
             run_id = _ancestor_run(pending.record, self.run_of_span, self.parents) or pending.record.trace_id
             parts = self._parts(run_id, pending.index)
             parts.first = min(parts.first, pending.index)
@@ -272,18 +324,17 @@ class _RecordedSteps:
                 self.by_span.add((step.trace_id, step.span_id, step.tool))
                 self.by_parent.add((step.trace_id, step.parent_span_id, step.tool))
 
-    def has_second_view(self, pending: _StepAwaitingRun) -> bool:
+    def has_second_view(self, record: SpanRecord, tool: str) -> bool:
         """Whether a foreign tool span is another instrumentation's view of a step we recorded.
 
         An application instrumented twice (a framework's GenAI instrumentation and ``@tool``)
         writes two nested ``execute_tool`` spans for one call; only ours is a step. Spans of the
         same tool that are directly parent and child are taken to be one call.
         """
-        record = pending.record
-        return (record.trace_id, record.span_id, pending.tool) in self.by_parent or (
+        return (record.trace_id, record.span_id, tool) in self.by_parent or (
             record.trace_id,
             record.parent_span_id,
-            pending.tool,
+            tool,
         ) in self.by_span
 
 

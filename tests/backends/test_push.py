@@ -11,9 +11,10 @@ import pytest
 from helpers.jaeger_json import classic_answer, tape_documents, v3_answer
 from helpers.otlp_receiver import Received, attrs_of, closed_port, grpc_receiver, http_receiver
 from opentelemetry import trace
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.trace import Link, SpanKind
 
-from otel_agent_replay import TapeFormatError, TapeNotFoundError, TapeWarning, agent_run, record, tool
+from otel_agent_replay import OtlpWarning, TapeFormatError, TapeNotFoundError, TapeWarning, agent_run, record, tool
 from otel_agent_replay.backends import push
 from otel_agent_replay.backends._otlp_json import span_json
 from otel_agent_replay.core import ConfigurationError, EndpointError
@@ -190,3 +191,47 @@ def test_bad_options_are_configuration_errors(tape: Path) -> None:
         push(tape, "http://127.0.0.1:1", protocol="http/json")
     with pytest.raises(ConfigurationError, match="is not a URL"):
         push(tape, "127.0.0.1:4318")
+
+
+def _partial(rejected: int, why: str) -> ExportTraceServiceResponse:
+    answer = ExportTraceServiceResponse()
+    answer.partial_success.rejected_spans = rejected
+    answer.partial_success.error_message = why
+    return answer
+
+
+def test_cli_push_reports_a_receivers_partial_success(tape: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from google.protobuf.json_format import MessageToJson
+
+    from otel_agent_replay.cli import main
+
+    record_rich_tape(tape)
+    partial = _partial(3, "3 spans are older than the retention")
+    with http_receiver(answer=partial.SerializeToString()) as (url, got):
+        assert main(["push", str(tape), "--endpoint", url]) == 0
+    captured = capsys.readouterr()
+    assert len(got.spans()) == 4 and "pushed 4 span(s)" in captured.out
+    assert "the endpoint rejected 3 span(s): 3 spans are older than the retention" in " ".join(captured.err.split())
+    with http_receiver(answer=MessageToJson(partial).encode(), content_type="application/json") as (url, _):
+        assert main(["push", str(tape), "--endpoint", url, "--json"]) == 0
+    report = orjson.loads(capsys.readouterr().out)
+    assert (report["rejected"], report["unconfirmed"]) == (3, 0)
+
+
+@pytest.mark.parametrize(
+    ("body", "kind", "why"),
+    [
+        (b"\xff\xfe not protobuf", "application/x-protobuf", "application/x-protobuf body that is not an OTLP answer"),
+        (b"<html>ok</html>", "text/html", "answered with text/html, not an OTLP answer"),
+    ],
+)
+def test_an_answer_push_cannot_read_is_warned_and_counted(tape: Path, body: bytes, kind: str, why: str) -> None:
+    record_rich_tape(tape)
+    with (
+        http_receiver(answer=body, content_type=kind) as (url, got),
+        pytest.warns(OtlpWarning, match=rf"push: 4 of 4 span\(s\) sent to {url}/v1/traces are not confirmed") as seen,
+    ):
+        result = push(tape, url)
+    assert len(got.spans()) == 4 and (result.rejected, result.unconfirmed) == (0, 4)
+    assert len(seen) == 1 and why in str(seen[0].message)
+    assert any(why in m for m in result.messages)

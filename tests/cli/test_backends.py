@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 import pytest
+from helpers.go_servers import Jaeger, start_jaeger
 from helpers.jaeger_json import tape_documents
 from helpers.jaeger_server import FakeJaeger, jaeger_server
 from helpers.otlp_receiver import closed_port, http_receiver
@@ -142,3 +144,33 @@ def test_the_installed_command_exits_3_when_the_endpoint_is_down(demo_tape: Path
         timeout=120,
     )
     assert done.returncode == 3 and "backend is running" in done.stderr
+
+
+@pytest.fixture(scope="module")
+def real_jaeger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jaeger]:
+    server = start_jaeger(tmp_path_factory.mktemp("jaeger"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_push_then_pull_through_the_real_jaeger(
+    demo_tape: Path, tmp_path: Path, real_jaeger: Jaeger, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (run,) = load_tape(demo_tape).runs
+    assert main(["push", str(demo_tape), "--endpoint", real_jaeger.otlp_http, "--content"]) == 0
+    real_jaeger.v3_trace(run.trace_id, 5)  # stored (Jaeger writes what it received a little later)
+    out = tmp_path / "pulled.jsonl"
+    capsys.readouterr()
+    assert main(["pull", "--jaeger", real_jaeger.query_url, "--trace-id", run.trace_id, "-o", str(out)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"pulled 1 trace(s), 5 span(s) from {real_jaeger.query_url}" in text and "1 run(s), 4 step(s)" in text
+    (pulled,) = load_tape(out).runs
+    assert [s.call_key for s in pulled.steps] == [s.call_key for s in run.steps]
+    assert main(["check", str(out)]) == 0  # what Jaeger gives back has no gap and no phantom run
+    missing = "0" * 31 + "1"
+    assert (
+        main(["pull", "--jaeger", real_jaeger.query_url, "--trace-id", missing, "-o", str(tmp_path / "x.jsonl")]) == 3
+    )
+    assert "not found" in capsys.readouterr().err.lower()

@@ -70,13 +70,18 @@ def attrs_of(span: Span) -> dict[str, Any]:
 
 @contextmanager
 def http_receiver(
-    delay: float = 0.0, status: int = 200, hold: threading.Event | None = None
+    delay: float = 0.0,
+    status: int = 200,
+    hold: threading.Event | None = None,
+    answer: bytes | None = None,
+    content_type: str = "application/x-protobuf",
 ) -> Iterator[tuple[str, Received]]:
     """An OTLP/HTTP receiver on 127.0.0.1; yields its base URL and what it received.
 
     ``delay`` makes each answer wait that many seconds (a slow backend); ``hold`` makes each answer wait
     until the event is set (at most a minute), so a test can tell what happened before the backend
-    answered by ``Received.answered``, not by the clock; ``status`` is the HTTP status it answers with.
+    answered by ``Received.answered``, not by the clock; ``status`` is the HTTP status it answers with;
+    ``answer`` and ``content_type`` the body it answers with (default: an empty ``ExportTraceServiceResponse``).
     """
     got = Received()
 
@@ -94,9 +99,11 @@ def http_receiver(
             if hold is not None:
                 hold.wait(60)
             payload = ExportTraceServiceResponse().SerializeToString() if status == 200 else b"no thanks"
+            if answer is not None:
+                payload = answer
             try:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)

@@ -53,10 +53,14 @@ def test_with_two_recordings_a_run_outside_both_warns_once_with_the_fix(tmp_path
     try:
         with record(a):
             entered.wait(10)
-            with pytest.warns(RecordingWarning, match=r"2 recordings are active.*copy_context"):
-                orphan = threading.Thread(target=_worker, args=("x", 2))
+            with pytest.warns(RecordingWarning, match=r"2 recordings are active.*copy_context") as seen:
+                orphan = threading.Thread(target=_worker, args=("x", 3))  # three runs, six steps: one warning
                 orphan.start()
                 orphan.join()
     finally:
         leave.set()
         holder.join()
+    outside = [
+        w for w in seen if issubclass(w.category, RecordingWarning) and "recordings are active" in str(w.message)
+    ]
+    assert len(outside) == 1
