@@ -10,17 +10,41 @@ its change. Never a bare "mixed". The same words in every format: ``text`` for t
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Final, Literal
+from collections.abc import Callable, Sequence
+from typing import Final, Literal, Protocol
 
 from otel_agent_replay.core import visible
 
 from ._verdicts import CaseComparison, CaseRate, CaseReport, CaseVerdict
 
-if TYPE_CHECKING:
-    from ._report import MetricDelta, VersionComparison
+__all__ = ["MetricDelta", "Style", "VersionComparison", "headline", "metric_summary"]
 
-__all__ = ["headline", "metric_summary"]
+
+class MetricDelta(Protocol):
+    """What the headline reads of ``_report.MetricDelta`` (which imports this module)."""
+
+    @property
+    def metric(self) -> str: ...
+    @property
+    def delta(self) -> float | None: ...
+    @property
+    def change(self) -> str: ...
+    @property
+    def threshold(self) -> object | None: ...
+    @property
+    def regressed(self) -> bool: ...
+
+
+class VersionComparison(Protocol):
+    """What the headline reads of ``_report.VersionComparison``."""
+
+    @property
+    def baseline(self) -> str: ...
+    @property
+    def candidate(self) -> str: ...
+    @property
+    def deltas(self) -> Sequence[MetricDelta]: ...
+
 
 Style = Literal["text", "markdown"]
 NAMED: Final = 5
