@@ -4,12 +4,13 @@ replay a recorded run with one step edited and say where the trajectory left the
 from __future__ import annotations
 
 import argparse
-import asyncio
 import builtins
 import importlib
-import inspect
 import os
+import re
+import shlex
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -17,7 +18,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from otel_agent_replay.core import AgentReplayError, ConfigurationError
-from otel_agent_replay.replayer import replay
+from otel_agent_replay.regression import call_agent
+from otel_agent_replay.replayer import Hints, replay
 from otel_agent_replay.tape import load_tape
 
 from ._output import dump_json
@@ -51,6 +53,55 @@ def _import(target: str, option: str) -> Any:
     return found
 
 
+_QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
+"""The names in a hint's ``stub=('send_report',)``: read as text, never evaluated."""
+
+
+@dataclass(frozen=True)
+class ForkHints(Hints):
+    """Hints in this command's words: ``fork`` again with the flag that fixes it (``--stub``), and the Python
+    API's parameter named as such where the command has no flag for it (``fallbacks=``)."""
+
+    words: tuple[str, ...]
+    """This command's arguments, to print it again with one more flag."""
+
+    def mode(self, mode: str) -> str:
+        if mode == "all":
+            return "record the run again (your agent inside record(TAPE))"
+        return f"the Python replay(..., mode={mode!r}), which fork has no flag for"
+
+    def option(self, text: str) -> str:
+        name, _, value = text.partition("=")
+        found = [a or b for a, b in _QUOTED.findall(value)] or [value]
+        if name == "stub":
+            return self._line(*(w for v in found for w in ("--stub", v)))
+        if name == "then":
+            return self._line("--then", found[0])
+        return f"the Python replay(..., {text}), which fork has no flag for"
+
+    def _line(self, *flags: str) -> str:
+        words = list(self.words)
+        if "--then" in flags and "--then" in words:  # one --then: the new one
+            cut = words.index("--then")
+            del words[cut : cut + 2]
+        return shlex.join(["otel-agent-replay", "fork", *words, *flags])
+
+
+def _words(args: argparse.Namespace) -> tuple[str, ...]:
+    """The arguments ``fork`` was given, as a command line prints them."""
+    words = [args.tape, "--agent", args.agent]
+    for flag, value in (("--at", args.at), ("--result", args.result), ("--raise", args.raise_)):
+        if value is not None:
+            words += [flag, value]
+    words += ["--then", args.then]
+    for flag, value in (("-o", args.output), ("--run", args.run)):
+        if value is not None:
+            words += [flag, value]
+    for tool in args.stub:
+        words += ["--stub", tool]
+    return tuple(words)
+
+
 def _error(spec: str) -> BaseException:
     """``--raise TYPE[:MESSAGE]``: a built-in exception (``TimeoutError``) or ``module:Class``."""
     name, _, message = spec.partition("=")
@@ -79,13 +130,21 @@ def _cmd_fork(args: argparse.Namespace, out: Console, err: Console) -> int:
     agent = _import(args.agent, "--agent")
     if not callable(agent):
         raise ConfigurationError(f"--agent {args.agent}: that is not a function")
+    if args.run is not None:
+        try:
+            recorded_input = tape.run(args.run).input
+        except KeyError as exc:
+            raise ConfigurationError(f"--run {args.run}: {exc.args[0]}") from None
+    else:
+        recorded_input = tape.runs[0].input if tape.runs else None
     failure: BaseException | None = None
     session = None
+    hints = ForkHints(_words(args))
     try:
-        with replay(tape, then=args.then, edit=edit, fork_tape=args.output, run_id=args.run, stub=args.stub) as session:
-            result = agent()
-            if inspect.isawaitable(result):
-                asyncio.run(_awaited(result))
+        with replay(
+            tape, then=args.then, edit=edit, fork_tape=args.output, run_id=args.run, stub=args.stub, hints=hints
+        ) as session:
+            call_agent(agent, recorded_input)  # as regress calls it: with the recorded run's input
     except AgentReplayError as exc:
         if session is None:
             raise
@@ -131,10 +190,6 @@ def _cmd_fork(args: argparse.Namespace, out: Console, err: Console) -> int:
     return 0
 
 
-async def _awaited(value: Any) -> Any:
-    return await value
-
-
 def register(sub: Any) -> None:
     """Add ``fork`` to the command's subparsers."""
     cmd = sub.add_parser(
@@ -144,7 +199,11 @@ def register(sub: Any) -> None:
     )
     cmd.add_argument("tape", help="the recording")
     cmd.add_argument(
-        "--agent", required=True, metavar="MODULE:FUNCTION", help="your agent's entry point (no arguments)"
+        "--agent",
+        required=True,
+        metavar="MODULE:FUNCTION",
+        help="your agent's entry point, called as regress calls it: with the recorded run's input (a JSON object "
+        "as keyword arguments, anything else as one argument; a function of no arguments with none)",
     )
     cmd.add_argument("--at", metavar="STEP_ID", help="the recorded step to edit (such as search#2; `show` lists them)")
     answer = cmd.add_mutually_exclusive_group()

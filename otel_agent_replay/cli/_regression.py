@@ -168,8 +168,18 @@ def _cmd_regress(args: argparse.Namespace, out: Console, err: Console) -> int:
             dump_json(_result_json(result, baseline))
         else:
             _print_cases(result, out)
+        if baseline is not None and args.baseline is None and not store.sessions(agent_version=baseline):
+            if not args.json:  # the recorded runs' version, never stored (a suite recorded by hand)
+                given = args.suite or "SUITE"
+                suite = escape(visible(f"{given.rstrip('/')}/*.jsonl" if os.path.isdir(given) else given))
+                out.print(
+                    f"the recorded runs' version {escape(visible(baseline))} has no sessions in the store: nothing to "
+                    f"compare with yet; to compare, ingest the recorded tapes (otel-agent-replay ingest {suite} "
+                    f"--db {escape(visible(args.db))}) or give --baseline V"
+                )
+            baseline = None
         if baseline is None:
-            if not args.json:
+            if not args.json and args.baseline is None and result.baseline is None:
                 out.print("no earlier version among the recorded sessions: nothing to compare with")
             if fail_on:
                 err.print("[red]error:[/red] --fail-on needs a version to compare with: give --baseline V")

@@ -146,6 +146,9 @@ def print_report(
     if out_path:
         Path(out_path).write_text(text, encoding="utf-8")
         out.print(f"wrote {escape(out_path)}")
+        said = report.headline()
+        if said is not None:
+            out.print(escape(said))
     else:
         sys.stdout.write(text)
         sys.stdout.flush()

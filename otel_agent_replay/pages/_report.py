@@ -85,7 +85,7 @@ def report_page(report: EvidenceReport) -> str:
             for d in c.deltas
         )
         body.append(
-            f"<h2 id='comparison'>{esc(c.baseline)} → {esc(c.candidate)}: {esc(c.verdict)}</h2>"
+            f"<h2 id='comparison'>{esc(report.headline() or '')}</h2>"
             f"<table><tr><th>metric</th><th>{esc(c.baseline)}</th><th>{esc(c.candidate)}</th><th>change</th>"
             f"<th>threshold</th><th></th></tr>{lines}</table>"
         )

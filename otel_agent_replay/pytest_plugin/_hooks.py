@@ -104,6 +104,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         text = f"{excinfo.typename}: {excinfo.value}\n\nwhere the agent met it:\n{where}"
         headline: Any = _Headline(text, _short_crash(getattr(where, "reprcrash", None), text))
         report.longrepr = headline
+    elif (
+        excinfo is not None
+        and isinstance(report, pytest.TestReport)
+        and report.failed
+        and any(name == "agent_tape_pass_rate" for name, _ in item.user_properties)
+        and str(excinfo.value).startswith("pass rate ")
+    ):
+        # a repeat= test below its rate: the short summary is the rate, not the class (FAILED … - pass rate 2/5 …)
+        crash = getattr(report.longrepr, "reprcrash", None)
+        if dataclasses.is_dataclass(crash) and not isinstance(crash, type) and hasattr(crash, "message"):
+            report.longrepr.reprcrash = dataclasses.replace(  # type: ignore[union-attr]
+                crash, message=str(excinfo.value).split("\n", 1)[0]
+            )
     return report
 
 

@@ -335,8 +335,8 @@ def _repeating(item: pytest.Item, body: Callable[..., object], repeat: int, min_
         if rate + 1e-9 < min_rate:
             lines = "\n".join(f"  repetition {n}: {_first_line(exc)}" for n, exc in failed)
             raise AssertionError(
-                f"pass rate {rate:.0%} ({passes} of {repeat} repetitions passed), below min_pass_rate "
-                f"{min_rate:.0%}; failed repetitions: {', '.join(str(n) for n, _ in failed)}\n{lines}"
+                f"pass rate {passes}/{repeat} = {rate:.0%} < {min_rate:.0%} (min_pass_rate); "
+                f"failed repetitions: {', '.join(str(n) for n, _ in failed)}\n{lines}"
             )
 
     return run

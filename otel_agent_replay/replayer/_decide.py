@@ -34,7 +34,15 @@ from otel_agent_replay.tape import Step, Tape
 from otel_agent_replay.timetravel import Edits, ForkState
 
 from ._ledger import Ledger
-from ._messages import declaration_changed, drift_error, miss_error, ordinal, refused_error, unvouched
+from ._messages import (
+    declaration_changed,
+    drift_error,
+    miss_error,
+    no_fallback_error,
+    ordinal,
+    refused_error,
+    unvouched,
+)
 from ._options import ReplayOptions
 from ._runs import ReplayRun
 from ._serving import Decision
@@ -198,13 +206,13 @@ class Decider:
                 self.ledger.bump("steps", "fallback_calls")
                 return Decision("fallback", fake=fake)
             self.ledger.bump("steps", "tape_misses")
-            self.ledger.fail(
-                miss_error(bound, spec, prep, n, self.options.record_mode, self.tape_path, self.options.hints),
-                run_id,
-                name,
-                n,
-                seq,
-            )
+            where = self.fork.fork
+            if where is not None and where.seq == seq and where.tool == name:
+                forked = f"is where the replay forked ({where.cause}: {where.difference})"
+            else:
+                at = "" if where is None else f" at {where.step_id or f'a call of {where.tool}'}"
+                forked = f"came after the replay forked{at}"
+            self.ledger.fail(no_fallback_error(bound, spec, prep, n, forked, self.options.hints), run_id, name, n, seq)
         if read_only and spec.vouched:
             self.ledger.bump("steps")  # the session counts the live call as it serves it
             return Decision("live")

@@ -123,6 +123,22 @@ def miss_error(
     return TapeMiss("\n".join(lines))
 
 
+def no_fallback_error(
+    bound: Any, spec: ToolSpec, prep: Prepared, n: int, forked: str, hints: Hints = API_HINTS
+) -> TapeMiss:
+    """A call at or after a ``then="fallbacks"`` fork of a tool ``fallbacks=`` gives no fake for; ``forked``
+    says which (``is where the replay forked (…)``, ``came after the replay forked at search#2``)."""
+    fake = hints.option(f"fallbacks={{{spec.name!r}: fake}}")
+    live = hints.option("then='live'")
+    return TapeMiss(
+        f"{spec.name} in {_run_label(bound)} (its {ordinal(n)} call, live seq {prep.ids.seq}) {forked}, and "
+        f"then='fallbacks' sends every call from the fork on to its fake in fallbacks=, but fallbacks= has "
+        f"none for {spec.name}\n  live     {prep.captured.call_key}  {short(prep.captured.value, _LONG)}\n"
+        f"To fix: give {spec.name} a fake: {fake}; or let the calls after the fork run live (read-only tools and "
+        f"models): {live}."
+    )
+
+
 def refused_error(tool: str, declared: SideEffect | None, run_id: str, hints: Hints = API_HINTS) -> SideEffectRefused:
     """A tool that is not read-only was called during a replay."""
     what = (

@@ -22,6 +22,7 @@ import orjson
 from otel_agent_replay.core import ConfigurationError, visible
 
 from ._case_format import case_csv, case_dict, case_markdown
+from ._headline import Style, headline, metric_summary
 from ._metrics import METRICS, Grouping, VersionMetrics, metrics_by
 from ._store import Store
 from ._verdicts import CaseReport, CaseVerdict, PriceFn, VerdictRule, case_report, has_repetitions
@@ -114,6 +115,11 @@ class EvidenceReport:
     @property
     def regressed(self) -> bool:
         return self.comparison is not None and self.comparison.regressed
+
+    def headline(self, style: Style = "text") -> str | None:
+        """What changed between the compared versions, named: the regressed and fixed cases with their rates
+        and p-values, then the flaky ones (``text`` or ``markdown``); None without a comparison."""
+        return headline(self.comparison, self.cases, style)
 
     def failing(self, verdicts: Iterable[CaseVerdict | str]) -> tuple[str, ...]:
         """The cases whose verdict is one of ``verdicts`` (what ``--fail-on`` gates on)."""
@@ -323,7 +329,7 @@ def _as_dict(report: EvidenceReport) -> dict[str, Any]:
             out_of_bounds_tools={tool: n for tool, n in row.out_of_bounds_tools},
         )
         rows.append(item)
-    out: dict[str, Any] = {"by": report.by, "rows": rows, "comparison": None}
+    out: dict[str, Any] = {"by": report.by, "headline": report.headline(), "rows": rows, "comparison": None}
     c = report.comparison
     if c is not None:
         out["comparison"] = {
@@ -351,6 +357,9 @@ def _as_dict(report: EvidenceReport) -> dict[str, Any]:
 
 def _markdown(report: EvidenceReport) -> str:
     lines = ["### Agent evidence report", ""]
+    said = report.headline("markdown")
+    if said is not None:
+        lines += [f"**{said}**", ""]
     header = [report.by, *METRICS]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in report.rows:
@@ -366,12 +375,14 @@ def _markdown(report: EvidenceReport) -> str:
             "regressed": "❌ **regressed**",
             "worse": "⚠️ worse",
             "better": "✅ better",
-            "mixed": "mixed",
+            "mixed": "⚠️ worse and ✅ better",
             "unchanged": "unchanged",
         }[c.verdict]
         lines += [
             "",
             f"#### {_code(c.candidate, cell=False)} against {_code(c.baseline, cell=False)}: {title}",
+            "",
+            f"Metrics: {metric_summary(c, 'markdown')}.",
             "",
             f"| metric | {_code(c.baseline)} | {_code(c.candidate)} | delta | threshold | verdict |",
             "|---|---|---|---|---|---|",

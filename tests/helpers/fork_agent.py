@@ -2,7 +2,8 @@
 found, a summary by the model, and a write tool that leaves a marker file.
 
 ``run()`` reads the provider's URL, the marker folder and the summary style from the environment, so the
-CLI's ``fork --agent helpers.fork_agent:run`` can call it with no arguments.
+CLI's ``fork --agent helpers.fork_agent:run`` can call it with no arguments; ``research(task)`` is the same
+agent taking its task, as agents usually do (the CLI calls it with the recorded run's input).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import openai
 
-from otel_agent_replay import tool
+from otel_agent_replay import agent_run, tool
 
 SEARCHED: list[str] = []
 CATALOGUE = {"lamp": ["brass lamp"], "desk": ["oak desk"], "chair": ["red chair"]}
@@ -43,10 +44,10 @@ def send_report(text: str) -> dict[str, Any]:
     return {"sent": True}
 
 
-def shop(url: str, style: str = "briefly") -> str:
+def shop(url: str, style: str = "briefly", task: str = "Find a lamp and a desk") -> str:
     """The agent: ask, search twice, branch, summarise, report."""
     client = openai.OpenAI(base_url=url, api_key="sk-test", max_retries=0)
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "Find a lamp and a desk"}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": task}]
     first = client.chat.completions.create(model="gpt-test", messages=messages, tools=[SEARCH_TOOL])  # type: ignore[arg-type]
     message = first.choices[0].message
     messages.append(message.model_dump(exclude_none=True))
@@ -63,6 +64,12 @@ def shop(url: str, style: str = "briefly") -> str:
     text = summary.choices[0].message.content or ""
     send_report(text)
     return text
+
+
+@agent_run("research")
+def research(task: str) -> str:
+    """The agent as users write it: it takes its task (``fork --agent`` calls it with the recorded input)."""
+    return shop(os.environ["FORK_AGENT_URL"], task=task)
 
 
 def run() -> str:

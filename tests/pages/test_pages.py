@@ -58,7 +58,7 @@ def test_the_html_report_of_a_two_version_store_renders_offline(
     assert 'data-version="1.0"' in dom and 'data-version="1.1"' in dom
     drawn = int(re.search(r'data-charts-drawn="(\d+)"', dom).group(1))  # type: ignore[union-attr]
     assert drawn >= 5 and dom.count('data-drawn="yes"') == drawn
-    assert "1.0 → 1.1" in dom
+    assert "1.1 against 1.0: worse: tool_success_rate" in dom, "the heading is the headline: it names what changed"
 
 
 def test_the_html_diff_marks_the_differing_steps_and_renders_offline(tmp_path: Path) -> None:

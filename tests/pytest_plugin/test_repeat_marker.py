@@ -3,6 +3,8 @@ times against the live (fake) model with the tools replayed, and passes or fails
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from helpers.model_server import fake_provider
 from helpers.quiz_agent import URL_ENV
@@ -13,6 +15,8 @@ NIGHTLY = """
 import os
 
 import openai
+import random
+
 import pytest
 
 from otel_agent_replay import agent_run, tool
@@ -58,7 +62,7 @@ def test_repeat_passes_five_of_five_and_fails_two_of_five_naming_the_rate(
     nightly.assert_outcomes(passed=1, failed=1)
     text = nightly.stdout.str()
     assert "PASSED test_nightly.py::test_steady" in text
-    assert "pass rate 40% (2 of 5 repetitions passed), below min_pass_rate 80%; failed repetitions: 2, 3, 5" in text
+    assert "pass rate 2/5 = 40% < 80% (min_pass_rate); failed repetitions: 2, 3, 5" in text
     assert "repetition 2: AssertionError: the model was wrong" in text
 
 
@@ -67,6 +71,8 @@ import json
 import os
 
 import openai
+import random
+
 import pytest
 
 from otel_agent_replay import agent_run, tool
@@ -128,7 +134,38 @@ def test_repeat_judges_outcomes_a_write_tools_changed_argument_fails_no_repetiti
     text = nightly.stdout.str()
     assert "PASSED test_notes.py::test_any_answer" in text  # three of its notes drifted: counted, not failed
     failed = next(line for line in text.splitlines() if line.startswith("FAILED test_notes.py::test_right_answer"))
-    assert " - AssertionError: pass rate 40%" in failed, "the FAILED line states the rate"
-    assert "below min_pass_rate 80%; failed repetitions: 2, 3, 5" in text
+    assert failed.startswith("FAILED test_notes.py::test_right_answer - pass rate 2/5 = 40% < 80%"), "the rate"
+    assert "failed repetitions: 2, 3, 5" in text
     assert "TapeDrift" not in text
     assert "repetition 2: AssertionError: the model was wrong" in text
+
+
+def _seeded(seed: int, case: str, odds: float, k: int) -> list[bool]:
+    """The fake provider's draws for ``case`` (its formula: right when the seeded number is below the odds)."""
+    return [random.Random(f"{seed}|{case}|nightly|{n}").random() < odds for n in range(k)]
+
+
+def test_repeat_against_a_model_answering_at_random_states_the_seeded_rate(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_notes=NOTES)
+    seed = next(s for s in range(100) if 0 < sum(_seeded(s, "shaky", 0.5, 5)) < 4)  # a seed that fails the rate
+    right = _seeded(seed, "shaky", 0.5, 5)
+    passes = sum(right)
+    with fake_provider() as fp:
+        monkeypatch.setenv(URL_ENV, fp.url)
+        fp.odds.update({("lenient", "nightly"): 1.0, ("shaky", "nightly"): 1.0})
+        pytester.runpytest_subprocess("--agent-record-mode=once").assert_outcomes(passed=2)
+        fp.draws.clear()
+        fp.seed = seed
+        fp.odds.update({("lenient", "nightly"): 0.5, ("shaky", "nightly"): 0.5})
+        nightly = pytester.runpytest_subprocess("-rA")
+        assert fp.draws == {("lenient", "nightly"): 5, ("shaky", "nightly"): 5}
+    nightly.assert_outcomes(passed=1, failed=1)
+    text = nightly.stdout.str()
+    assert "TapeDrift" not in text, "a note with the other answer is counted, not failed"
+    failed = next(line for line in text.splitlines() if line.startswith("FAILED test_notes.py::test_right_answer"))
+    assert f" - pass rate {passes}/5 = {passes / 5:.0%} < 80%" in failed, "the FAILED line states the rate"
+    wrong = ", ".join(str(n + 1) for n, ok in enumerate(right) if not ok)
+    assert f"< 80% (min_pass_rate); failed repetitions: {wrong}" in text
+    assert f"AssertionError: pass rate {passes}/5" in text, "the failure itself is still an AssertionError"

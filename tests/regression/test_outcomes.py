@@ -65,6 +65,21 @@ def test_repetitions_are_judged_on_outcomes_not_on_the_write_tools_arguments(
     assert verdicts["worse"].candidate.divergences > verdicts["worse"].baseline.divergences > 0
     assert verdicts["same"].candidate.divergences == 0
 
+    worse = verdicts["worse"]
+    assert worse.p_value is not None
+    named = (
+        f"v2 against v1: 1 regressed: {worse.case_id[:12]}… {worse.baseline.input} "
+        f"{worse.baseline.rate:.0%} ({worse.baseline.passes}/{K}) → {worse.candidate.rate:.0%} "
+        f"({worse.candidate.passes}/{K}), p = {worse.p_value:.2g}; 1 pass"
+    )
+    assert report.headline() == named, "the headline names the regressed case with its rates and p-value"
+    assert main(["report", "--db", store_location, "--compare", "v1", "v2"]) == 0
+    markdown = capsys.readouterr().out
+    assert "mixed" not in markdown
+    assert markdown.splitlines()[2].startswith(f"**`v2` against `v1`: ❌ 1 regressed: `{worse.case_id[:12]}…`")
+    assert main(["report", "--db", store_location, "--compare", "v1", "v2", "--json"]) == 0
+    assert orjson.loads(capsys.readouterr().out)["headline"] == named
+
 
 @pytest.mark.parametrize("broken", ["lost_key", "says_nothing", "says_empty"])
 def test_a_judge_that_raises_or_returns_nothing_is_an_error_never_a_pass(

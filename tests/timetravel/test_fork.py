@@ -12,7 +12,7 @@ import pytest
 from helpers import fork_agent
 from helpers.model_server import FakeProvider, fake_provider
 
-from otel_agent_replay import TapeDrift, agent_run, load_tape, record, replay
+from otel_agent_replay import TapeDrift, TapeMiss, agent_run, load_tape, record, replay
 from otel_agent_replay.core import ConfigurationError
 from otel_agent_replay.core import attributes as A
 
@@ -127,3 +127,53 @@ def test_the_fork_command_edits_a_step_and_says_where_the_run_left_the_recording
     assert [s.tool for s in run.steps].count("search") == 3
     bad = _cli("fork", str(tape), "--agent", "helpers.fork_agent:run", "--at", "search#7", "--result", "{}", env=env)
     assert bad.returncode == 2 and "search#7" in bad.stderr and "search#2" in bad.stderr
+
+
+def test_the_fork_command_calls_an_agent_that_takes_its_task_with_the_recorded_input(
+    tape: Path, provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FORK_AGENT_URL", provider.openai_url)
+    with record(tape):
+        fork_agent.research("Find a lamp and a desk for the study")
+    (recorded,) = load_tape(tape).runs
+    assert recorded.input == {"task": "Find a lamp and a desk for the study"}
+    (Path(fork_agent.os.environ["FORK_AGENT_MARKERS"]) / "report-sent").unlink()
+    fork_tape = tape.with_name("research-fork.jsonl")
+    env = {"FORK_AGENT_URL": provider.openai_url}
+    argv = ["fork", str(tape), "--agent", "helpers.fork_agent:research", "--at", "search#2", "--result"]
+    done = _cli(*argv, '{"results": []}', "--stub", "send_report", "-o", str(fork_tape), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "forked at a call of search the recording does not have" in done.stdout
+    (run,) = load_tape(fork_tape).runs
+    assert run.input == recorded.input, "called with the recorded run's input"
+    assert [s.tool for s in run.steps].count("search") == 3 and run.steps[-1].tool == "send_report"
+    assert not (Path(fork_agent.os.environ["FORK_AGENT_MARKERS"]) / "report-sent").exists()
+
+    refused = _cli(*argv, '{"results": []}', env=env)  # no --stub: the write tool is refused, the hint a flag
+    assert refused.returncode == 1
+    assert "SideEffectRefused" in refused.stderr and "--stub send_report" in refused.stderr
+    assert "stub=(" not in refused.stderr, "the CLI's hint names its option, not the Python parameter"
+
+
+def test_a_call_after_a_fallbacks_fork_without_its_fake_names_fallbacks(
+    tape: Path, provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FORK_AGENT_URL", provider.openai_url)
+    with record(tape):
+        fork_agent.research("Find a lamp and a desk")
+    (Path(fork_agent.os.environ["FORK_AGENT_MARKERS"]) / "report-sent").unlink()
+    with pytest.raises(TapeMiss) as caught, replay(tape, then="fallbacks", edit={"search#2": {"results": []}}):
+        fork_agent.research("Find a lamp and a desk")
+    text = str(caught.value)
+    assert "(its 3rd call, live seq 4) is where the replay forked (miss: " in text
+    assert "then='fallbacks' sends every call from the fork on to its fake in fallbacks=" in text
+    assert "fallbacks= has none for search" in text
+    assert "replay(..., fallbacks={'search': fake})" in text and "replay(..., then='live')" in text
+    assert "new_episodes" not in text, "no mode records what a fork's fakes should answer"
+
+    argv = ["fork", str(tape), "--agent", "helpers.fork_agent:research", "--at", "search#2", "--result"]
+    done = _cli(*argv, '{"results": []}', "--then", "fallbacks", env={"FORK_AGENT_URL": provider.openai_url})
+    assert done.returncode == 1
+    said = " ".join(done.stderr.split())  # the console wraps long lines
+    assert "the Python replay(..., fallbacks={'search': fake}), which fork has no flag for" in said
+    assert "--then live" in said and "--then fallbacks" not in said.split("To fix:")[1]
