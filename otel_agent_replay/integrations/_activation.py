@@ -1,14 +1,16 @@
 """Turning the capture points on and off: ``activate()`` for a record or replay block.
 
-The first activation patches every capture point whose library is importable (each client module's
-``patch``, and MCP); closing the last one puts every original back exactly. Activations nest and may
-overlap across threads (reference-counted under a lock); the newest one's settings are in force.
+The first activation patches every capture point whose library is imported (each client's ``patch``,
+and MCP's); one whose library is not imported yet is patched as that library's first import finishes,
+inside the block or in another thread while it runs (``_imports``): nothing is imported here, so a
+library the user does not use is never loaded. Closing the last activation puts every original back
+exactly. Activations nest and may overlap across threads (reference-counted under a lock); the newest
+one's settings are in force.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import importlib
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -18,7 +20,7 @@ from typing import Any
 
 from otel_agent_replay.core import DECLARABLE_SIDE_EFFECTS, ConfigurationError, SideEffect, SideEffectName
 
-from ._imports import unwatch, watch
+from ._imports import watch
 from ._mcp import patch_mcp, unpatch_mcp
 from ._mcp_effects import mcp_side_effect_rules, rules_from
 from ._mcp_transport import MODULES as MCP_MODULES
@@ -93,7 +95,19 @@ class HttpActivation:
 _lock = threading.RLock()  # an import inside a patch may run the import hook's patch
 _active: list[HttpActivation] = []
 _restores: list[Restore] = []
-_patchers: list[Callable[[], list[Restore]]] = []
+
+
+@dataclass(frozen=True, slots=True)
+class _Client:
+    """One client's capture point: ``patch()`` once the modules it ``needs`` are all imported."""
+
+    needs: tuple[str, ...]
+    patch: Callable[[], list[Restore]]
+
+
+_clients: list[_Client] = []
+_patched: set[int] = set()
+"""Which of ``_clients`` are patched now (by index)."""
 
 
 def replace(owner: type, attr: str, make: Callable[[Any], Any]) -> Restore:
@@ -108,28 +122,15 @@ def replace(owner: type, attr: str, make: Callable[[Any], Any]) -> Restore:
     return restore
 
 
-_missing: set[str] = set()
+def imported(name: str) -> ModuleType | None:
+    """The module ``name`` if it is imported (a client's ``patch`` runs once its ``needs`` are)."""
+    return sys.modules.get(name)
 
 
-def optional_module(name: str) -> ModuleType | None:
-    """The module ``name`` (imported if need be), or None when it is not installed. A module found
-    missing is not looked for again in this process: every replay activates the capture points, and
-    a failed import searches every path entry each time (an SDK's suite without aiohttp paid that per test)."""
-    module = sys.modules.get(name)
-    if module is not None:
-        return module
-    if name in _missing:
-        return None
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        _missing.add(name)
-        return None
-
-
-def register_client(patch: Callable[[], list[Restore]]) -> None:
-    """Add a client's capture point: ``patch()`` patches what is importable and returns how to undo it."""
-    _patchers.append(patch)
+def register_client(patch: Callable[[], list[Restore]], needs: tuple[str, ...] = ()) -> None:
+    """Add a client's capture point: ``patch()`` patches it and returns how to undo it, called in a block
+    once every module of ``needs`` is imported (at the block's start, or as the last of them is imported)."""
+    _clients.append(_Client(needs, patch))
 
 
 def activate(
@@ -198,8 +199,7 @@ def _patch_mcp() -> None:
     (or in another thread), is patched as its import finishes (``_imports``)."""
     if not _mcp_restores:
         _mcp_restores.append(unpatch_mcp)
-        _mcp_restores.append(unwatch)
-        watch(MCP_MODULES, _imported)
+        _mcp_restores.append(watch(MCP_MODULES, _imported))
     patch_mcp()
     _mcp_restores.extend(patch_transports())
 
@@ -215,12 +215,30 @@ def _unpatch_mcp() -> None:
         _mcp_restores.pop()()
 
 
+def _patch_clients() -> None:
+    """Patch each client whose modules are all imported now and that is not patched yet."""
+    modules = sys.modules
+    for index, client in enumerate(_clients):
+        if index not in _patched and all(name in modules for name in client.needs):
+            _patched.add(index)
+            _restores.extend(client.patch())
+
+
+def _client_imported(name: str) -> None:
+    with _lock:
+        if _active:
+            _patch_clients()
+
+
 def _patch() -> None:
     _patch_mcp()
-    for patch in _patchers:
-        _restores.extend(patch())
+    _patch_clients()
+    waiting = {name for index, c in enumerate(_clients) if index not in _patched for name in c.needs}
+    if waiting:
+        _restores.insert(0, watch(waiting, _client_imported))  # taken away last, after every patch
 
 
 def _unpatch() -> None:
     while _restores:
         _restores.pop()()
+    _patched.clear()

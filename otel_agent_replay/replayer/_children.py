@@ -11,10 +11,15 @@ is active, in the thread that starts it, and counts the ones started from its co
 - ``multiprocessing``'s ``spawn`` and ``forkserver`` start methods start their processes through a C
   function that raises no audit event, so ``BaseProcess.start`` is wrapped while a replay is active
   (a ``Process``, a ``Pool``'s workers, ``ProcessPoolExecutor``'s workers started by ``submit``); a
-  ``fork`` inside it is not counted twice.
+  ``fork`` inside it is not counted twice;
+- that C function, ``_posixsubprocess.fork_exec``, is wrapped in its module too, for what calls it
+  by that name outside a ``start``: ``multiprocessing.util.spawnv_passfds`` and direct calls
+  (``subprocess`` took its own reference at import and is counted by its audit event).
 
 Not counted: processes started by a thread that does not carry the replay's context (a pool's
-management thread replacing a worker), and work handed to processes started before the replay.
+management thread replacing a worker), work handed to processes started before the replay, and
+``fork_exec`` called through a reference taken before the replay began (``from _posixsubprocess
+import fork_exec``, other than ``subprocess``'s).
 Nor the standard library describing the machine: ``platform.uname()``'s processor (``uname -p``,
 which ``platform.platform()`` and ``platform.processor()`` read, and the openai SDK's headers with
 them) is run once per process and cached, so it is read before the first watch begins.
@@ -22,9 +27,12 @@ them) is run once per process and cached, so it is read before the first watch b
 
 from __future__ import annotations
 
+import _posixsubprocess
 import functools
 import multiprocessing.process
+import multiprocessing.util
 import platform
+import sys
 import threading
 import warnings
 from collections.abc import Callable
@@ -113,7 +121,26 @@ def _counting_start(original: Callable[..., Any]) -> Callable[..., Any]:
     return start
 
 
+_SPAWNV_PASSFDS = multiprocessing.util.spawnv_passfds.__code__
+
+
+def _counting_fork_exec(original: Callable[..., Any]) -> Callable[..., Any]:
+    def fork_exec(*args: Any, **kwargs: Any) -> Any:
+        watch = _watch()
+        if watch is not None and not getattr(_inside_start, "depth", 0):
+            caller = sys._getframe(1).f_code
+            how = "multiprocessing.util.spawnv_passfds" if caller is _SPAWNV_PASSFDS else "_posixsubprocess.fork_exec"
+            program = args[0] if args and isinstance(args[0], (list, tuple)) else ()
+            watch.started(f"{how}({_program((program,), 0)})", stacklevel=4 if caller is _SPAWNV_PASSFDS else 3)
+        return original(*args, **kwargs)
+
+    fork_exec.__name__ = fork_exec.__qualname__ = "fork_exec"
+    fork_exec.__doc__ = original.__doc__
+    return fork_exec
+
+
 _saved: list[Callable[..., Any]] = []
+_saved_fork_exec: list[Callable[..., Any]] = []
 
 
 def _put() -> None:
@@ -121,6 +148,8 @@ def _put() -> None:
     process = multiprocessing.process.BaseProcess
     _saved.append(process.start)
     process.start = _counting_start(process.start)  # type: ignore[method-assign]
+    _saved_fork_exec.append(_posixsubprocess.fork_exec)
+    _posixsubprocess.fork_exec = _counting_fork_exec(_posixsubprocess.fork_exec)
     _audit.watch(_EVENTS)
 
 
@@ -128,6 +157,8 @@ def _take() -> None:
     _audit.unwatch(_EVENTS)
     if _saved:
         multiprocessing.process.BaseProcess.start = _saved.pop()  # type: ignore[method-assign]
+    if _saved_fork_exec:
+        _posixsubprocess.fork_exec = _saved_fork_exec.pop()
 
 
 _watching = Counted(_put, _take)

@@ -120,6 +120,10 @@ class ReplayOptions:
     allow_hosts: Iterable[str] | None = None
     """Hosts (names or IP addresses) the agent's code may connect to during a strict replay; None: loopback
     (``localhost``, 127.0.0.0/8, ``::1``); an empty list blocks loopback too."""
+    allow_sockets: Iterable[str | os.PathLike[str]] | None = None
+    """UNIX-domain socket paths (an abstract one starting with ``"\\0"``) the agent's code may connect and send
+    to during a strict replay; None: every path while loopback is allowed by default (``allow_hosts`` not
+    given: counted in ``loopback_connections`` and warned like loopback), no path once ``allow_hosts`` is given."""
     http: bool = True
     """Every HTTP request from the replay's context is answered from the tape (``False``: HTTP is left to the
     network guard alone)."""
@@ -183,6 +187,15 @@ class ReplayOptions:
             if not all(isinstance(h, str) and h for h in hosts):
                 raise ConfigurationError(f"replay(allow_hosts={self.allow_hosts!r}): give host names or addresses")
             put(self, "allow_hosts", hosts)
+        if self.allow_sockets is not None:
+            given = (self.allow_sockets,) if isinstance(self.allow_sockets, (str, os.PathLike)) else self.allow_sockets
+            paths = tuple(os.fspath(p) if isinstance(p, os.PathLike) else p for p in given)
+            if not all(isinstance(p, str) and p for p in paths):
+                raise ConfigurationError(
+                    f"replay(allow_sockets={self.allow_sockets!r}): give UNIX-domain socket paths, such as "
+                    "allow_sockets=['/var/run/postgresql/.s.PGSQL.5432']"
+                )
+            put(self, "allow_sockets", paths)
         if not isinstance(self.redactor, Redactor):
             raise ConfigurationError(f"replay(redactor={self.redactor!r}): give a Redactor")
         put(self, "then", choice(Then, self.then, "replay", "then"))

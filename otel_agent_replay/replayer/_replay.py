@@ -207,6 +207,9 @@ class replay(Scope[ReplaySession, _Entered]):
         connection from the replay's context to a host not in ``allow_hosts`` raises ``NetworkBlocked``).
     :param allow_hosts: hosts the agent's code may connect to in a strict replay (default: loopback;
         an empty list blocks loopback too).
+    :param allow_sockets: UNIX-domain socket paths the agent's code may connect and send to in a strict
+        replay (default: every path while loopback is allowed by default, counted and warned like
+        loopback; none once ``allow_hosts`` or ``allow_sockets`` is given).
     :param http: False leaves HTTP requests to the network guard alone (default: every request from the
         replay's context is answered from the tape, whatever the host, loopback included).
     :param http_models: False makes requests to model routes plain HTTP steps.
@@ -253,6 +256,7 @@ class replay(Scope[ReplaySession, _Entered]):
         pace: Pace | PaceName | None = None,
         network: NetworkPolicy | NetworkPolicyName | None = None,
         allow_hosts: Iterable[str] | None = None,
+        allow_sockets: Iterable[str | os.PathLike[str]] | None = None,
         http: bool | None = None,
         http_models: bool | None = None,
         http_routes: Iterable[HttpRoute] | None = None,
@@ -288,6 +292,7 @@ class replay(Scope[ReplaySession, _Entered]):
             "pace": pace,
             "network": network,
             "allow_hosts": allow_hosts,
+            "allow_sockets": allow_sockets,
             "http": http,
             "http_models": http_models,
             "http_routes": None if http_routes is None else tuple(http_routes),

@@ -123,6 +123,7 @@ class ReplaySession:
                 partial(_blocked, ledger),
                 options.passthrough_hosts,
                 partial(ledger.bump, "loopback_connections"),
+                options.allow_sockets,
             )
             if options.guards_network and not recording
             else None

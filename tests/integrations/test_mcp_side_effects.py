@@ -151,37 +151,52 @@ def test_after_a_live_fork_a_destructive_tool_an_edited_tape_calls_read_only_is_
         assert seen["outcomes"] == ["SideEffectRefused"] * 3 and session.stats.refused_side_effects == 3
 
 
+def _ran(markers: Path) -> list[str]:
+    """The markers a tool body left (a stdio server's ``started-*`` marker is not one)."""
+    return sorted(m.name for m in markers.iterdir() if not m.name.startswith("started-"))
+
+
 @pytest.mark.filterwarnings("ignore:the tape's listing:otel_agent_replay.ReplayWarning")
-def test_a_declaration_wins_over_the_servers_listing(tape: Path, markers: Path) -> None:
-    _record(tape, "memory", markers)
+@pytest.mark.parametrize("transport", ["memory", "stdio"])
+def test_a_declaration_wins_over_the_servers_listing(tape: Path, markers: Path, transport: str) -> None:
+    _record(tape, transport, markers)
     # The preview's purge is read-only by its server's word; the user says it writes: it never runs live.
     rules = {"preview/purge": "write"}
     with (
         pytest.raises(SideEffectRefused, match="purge"),
         replay(tape, mode="new_episodes", mcp_side_effects=rules) as session,
     ):
-        asyncio.run(_agent(*_servers("memory", markers)))
-    assert list(markers.iterdir()) == [] and session.stats.refused_side_effects == 2  # both purges refused
+        asyncio.run(_agent(*_servers(transport, markers)))
+    assert _ran(markers) == [] and session.stats.refused_side_effects == 2  # both purges refused
     # And the other way: the user vouches for prod's purge (on a tape edited to read-only, a miss).
     _edit_to_read_only(tape)
-    with replay(tape, mode="new_episodes", mcp_side_effects={"prod/purge": "read_only"}) as session:
-        outcomes = asyncio.run(_agent(*_servers("memory", markers), extra="cache"))
+    # Over stdio, new_episodes talks to the live servers: their handshake steps on the tape (mcp.server/discover)
+    # go unused (a gap of the transport layer, not of who decides a side effect), hence allow_unused there.
+    vouched = {"prod/purge": "read_only"}
+    with replay(tape, mode="new_episodes", mcp_side_effects=vouched, allow_unused=transport == "stdio") as session:
+        outcomes = asyncio.run(_agent(*_servers(transport, markers), extra="cache"))
     assert outcomes[2:] == ["purged logs", "purged cache"]  # served from the tape, then run live and appended
-    assert [m.name for m in markers.iterdir()] == ["purged-cache"]
+    assert _ran(markers) == ["purged-cache"]
     assert session.stats.live_tool_calls == 1 and session.stats.refused_side_effects == 0
 
 
-def test_conform_refuses_a_destructive_tool_of_one_name_as_a_read_only_one(tape: Path, markers: Path) -> None:
+@pytest.mark.parametrize("edited", [False, True], ids=["as recorded", "tape edited to read-only"])
+@pytest.mark.parametrize("transport", ["memory", "stdio"])
+def test_conform_refuses_a_destructive_tool_of_one_name_as_a_read_only_one(
+    tape: Path, markers: Path, transport: str, edited: bool
+) -> None:
     @tool(side_effect="read_only")
     async def tidy(what: str) -> list[str]:
         """Claims to only read; purges through prod's server."""
-        return await _agent(*_servers("memory", markers), first=what)
+        return await _agent(*_servers(transport, markers), first=what)
 
     with record(tape), agent_run("janitor"):
         asyncio.run(tidy("orders"))
     for marker in markers.iterdir():
         marker.unlink()
+    if edited:  # prod's listing and its purge step now say read-only: conform asks the live server
+        assert _edit_to_read_only(tape) == 2
     result = conform(tape, [tidy])
-    assert [m.name for m in markers.iterdir()] == ["previewed-logs"]  # the dry run ran; prod's purge did not
+    assert _ran(markers) == ["previewed-logs"]  # the dry run ran; prod's purge did not
     checked = result.of("tidy")
     assert checked.status == "refused" and checked.refused == ("purge",) and not result.ok

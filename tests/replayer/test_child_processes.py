@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import _posixsubprocess
 import contextvars
 import multiprocessing
+import multiprocessing.util
 import os
+import shlex
 import subprocess
 import sys
 import threading
@@ -66,11 +69,29 @@ def _posix_spawn(notes: Path) -> None:
     assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
+def _posix_spawnp(notes: Path) -> None:
+    """A program found on PATH (a shell that execs this interpreter)."""
+    command = f"exec {shlex.quote(sys.executable)} -m helpers.child_tools {shlex.quote(str(notes))} spawnp"
+    pid = os.posix_spawnp("sh", ["sh", "-c", command], _child_env())
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+def _spawnv_passfds(notes: Path) -> None:
+    """multiprocessing's own helper: ``_posixsubprocess.fork_exec`` with no audit event (the child inherits
+    this process's environment: the script is named by its path)."""
+    script = str(TESTS / "helpers" / "child_tools.py")
+    argv = [sys.executable, script, str(notes), "from spawnv_passfds"]
+    pid = multiprocessing.util.spawnv_passfds(os.fsencode(sys.executable), argv, ())
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
 STARTS: dict[str, Callable[[Path], None]] = {
     "multiprocessing spawn": _spawned_process,
     "ProcessPoolExecutor": _process_pool,
     "subprocess": _subprocess,
     "posix_spawn": _posix_spawn,
+    "posix_spawnp": _posix_spawnp,
+    "spawnv_passfds": _spawnv_passfds,
 }
 
 
@@ -87,6 +108,8 @@ def test_a_write_tool_called_in_a_child_process_is_counted_and_warned(noted: Pat
     assert session.stats.stubbed_side_effects == 1 and session.stats.real_side_effects == 0
     [message] = [str(w.message) for w in caught if "child_processes" in str(w.message)]
     assert str(noted) in message and "copy_context" in message and "in the child" in message
+    if start in ("posix_spawnp", "spawnv_passfds"):
+        assert message.startswith({"posix_spawnp": "os.posix_spawn(", "spawnv_passfds": "multiprocessing.util."}[start])
 
 
 def test_each_process_is_counted_and_the_warning_comes_once(recorded: Path) -> None:
@@ -118,11 +141,12 @@ def test_a_thread_given_the_context_counts_and_one_without_it_does_not(recorded:
 
 def test_no_process_is_watched_outside_a_replay(recorded: Path) -> None:
     start = multiprocessing.process.BaseProcess.start
+    fork_exec = _posixsubprocess.fork_exec
     with replay(recorded), agent_run("a"):
         ping()
-        assert multiprocessing.process.BaseProcess.start is not start
+        assert multiprocessing.process.BaseProcess.start is not start and _posixsubprocess.fork_exec is not fork_exec
         assert {"subprocess.Popen", "os.fork", "os.posix_spawn"} <= _audit.watched()
-    assert multiprocessing.process.BaseProcess.start is start
+    assert multiprocessing.process.BaseProcess.start is start and _posixsubprocess.fork_exec is fork_exec
     assert not {"subprocess.Popen", "os.fork", "os.posix_spawn"} & _audit.watched()
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import http
-import importlib
 import inspect
 import logging
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
@@ -37,22 +37,19 @@ _PHRASES = {status.value: status.phrase for status in http.HTTPStatus}
 
 
 def patch() -> list[_activation.Restore]:
-    """Wrap ``ClientSession._request`` when aiohttp (3.12 or later: client middlewares) is importable."""
-    client = _activation.optional_module("aiohttp.client")
-    if client is None:
-        return []
-    session_cls = client.ClientSession
+    """Wrap ``ClientSession._request`` (aiohttp 3.12 or later: client middlewares; ``aiohttp.client`` imported)."""
+    session_cls = sys.modules["aiohttp.client"].ClientSession
     if not _accepts(session_cls, "middlewares"):
         _log.warning(
             "aiohttp %s has no client middlewares: its requests are not recorded or answered from the tape "
             "(the socket guard still sees them); install aiohttp 3.12 or later",
-            getattr(importlib.import_module("aiohttp"), "__version__", "?"),
+            getattr(sys.modules.get("aiohttp"), "__version__", "?"),
         )
         return []
     return [_activation.replace(session_cls, "_request", _wrapper)]
 
 
-_activation.register_client(patch)
+_activation.register_client(patch, needs=("aiohttp.client",))
 _accepted: dict[tuple[type, str], bool] = {}
 
 

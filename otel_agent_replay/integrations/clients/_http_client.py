@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextvars
 import http.client
 import io
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -301,18 +302,20 @@ def _connect(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def patch() -> list[_activation.Restore]:
-    """Patch ``http.client.HTTPConnection`` (every client on it) and urllib3's eager connects."""
+    """Patch ``http.client.HTTPConnection`` (every client on it: urllib, urllib3, requests, botocore)."""
     base = http.client.HTTPConnection
     send = base.__dict__["send"]
-    restores = [
+    return [
         _activation.replace(base, "putrequest", _putrequest),
         _activation.replace(base, "send", _send),
         _activation.replace(base, "getresponse", lambda original: _getresponse(original, send)),
     ]
-    connection = _activation.optional_module("urllib3.connection")
-    pool = _activation.optional_module("urllib3.connectionpool")
-    if connection is None or pool is None:
-        return restores
+
+
+def patch_urllib3() -> list[_activation.Restore]:
+    """Patch urllib3's eager connects (``urllib3.connection`` and ``urllib3.connectionpool`` imported)."""
+    connection, pool = sys.modules["urllib3.connection"], sys.modules["urllib3.connectionpool"]
+    restores = []
     for cls in (connection.HTTPConnection, connection.HTTPSConnection):
         if "connect" in cls.__dict__:
             restores.append(_activation.replace(cls, "connect", _connect))
@@ -322,3 +325,4 @@ def patch() -> list[_activation.Restore]:
 
 
 _activation.register_client(patch)
+_activation.register_client(patch_urllib3, needs=("urllib3.connection", "urllib3.connectionpool"))

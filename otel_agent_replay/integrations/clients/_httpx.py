@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from types import ModuleType
@@ -25,22 +26,18 @@ from .._wire import check_result, chunks, is_stream, offsets_ns, result_headers
 _MODULES = ("httpx", "httpx2")
 
 
-def patch() -> list[_activation.Restore]:
-    """Patch the transports of each package that is importable."""
-    restores: list[_activation.Restore] = []
-    for name in _MODULES:
-        module = _activation.optional_module(name)
-        if module is None:
-            continue
-        sync_cls, async_cls = module.HTTPTransport, module.AsyncHTTPTransport
-        restores.append(_activation.replace(sync_cls, "handle_request", functools.partial(_sync_wrapper, module)))
-        restores.append(
-            _activation.replace(async_cls, "handle_async_request", functools.partial(_async_wrapper, module))
-        )
-    return restores
+def patch(name: str) -> list[_activation.Restore]:
+    """Patch the transports of ``name`` (httpx or httpx2, imported)."""
+    module = sys.modules[name]
+    sync_cls, async_cls = module.HTTPTransport, module.AsyncHTTPTransport
+    return [
+        _activation.replace(sync_cls, "handle_request", functools.partial(_sync_wrapper, module)),
+        _activation.replace(async_cls, "handle_async_request", functools.partial(_async_wrapper, module)),
+    ]
 
 
-_activation.register_client(patch)
+for _name in _MODULES:
+    _activation.register_client(functools.partial(patch, _name), needs=(_name,))
 
 
 def _request(request: Any, content: bytes) -> Request:

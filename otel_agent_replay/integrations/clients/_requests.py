@@ -17,8 +17,8 @@ which ``http.client`` hands out chunk by chunk (paced when asked) as it would li
 call the replay makes (``models="live"``, a read-only miss under ``new_episodes``) sends through the
 original ``send`` with ``http.client``'s capture point held off, so it is not answered twice.
 
-Only a ``requests`` imported before the block starts is patched here (nothing is imported for it);
-one imported later is answered at ``http.client``, as correctly and more slowly.
+Nothing is imported for it: ``requests`` is patched at a block's start when it is imported, or as its
+import finishes inside the block (``_imports``), whatever the thread.
 """
 
 from __future__ import annotations
@@ -198,7 +198,7 @@ def _wrapper(module: Any, original: Any) -> Any:
 
 
 def patch() -> list[_activation.Restore]:
-    """Patch ``requests.adapters.HTTPAdapter.send`` when requests is already imported."""
+    """Patch ``requests.adapters.HTTPAdapter.send`` (``requests`` imported, and so its adapters)."""
     adapters = sys.modules.get("requests.adapters")
     module = sys.modules.get("requests")
     if adapters is None or module is None or "send" not in adapters.HTTPAdapter.__dict__:
@@ -206,4 +206,4 @@ def patch() -> list[_activation.Restore]:
     return [_activation.replace(adapters.HTTPAdapter, "send", lambda original: _wrapper(module, original))]
 
 
-_activation.register_client(patch)
+_activation.register_client(patch, needs=("requests",))
