@@ -61,6 +61,7 @@ from otel_agent_replay.integrations import (
     mcp_side_effect_rules,
     side_effect_rules,
 )
+from otel_agent_replay.proxy import BlockChildren, Spawner, close_block, open_block
 from otel_agent_replay.store import Store
 
 from ._foreign import ResourceRedaction, is_ours, is_run_span, redacted_span
@@ -97,6 +98,8 @@ class Recording:
         """The agent of the block's implicit run (``record(agent=...)``; None: the test's or script's name)."""
         self.otel_context = otel_context.get_current()
         """The OpenTelemetry context the block was entered in: the implicit run's parent."""
+        self.children: tuple[BlockChildren, Token[Spawner | None]] | None = None
+        """What processes started from the block get: the proxy, the channel of joined children (``proxy``)."""
 
     @property
     def store(self) -> Store | None:
@@ -326,6 +329,7 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
             if self.http
             else None
         )
+        rec.children = open_block("record", str(self.path))
         return rec, (rec, token)
 
     def _sink(self) -> StoreSink | None:
@@ -335,6 +339,8 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
 
     def _stop(self, entered: tuple[Recording, Token[object | None]], error: BaseException | None) -> None:
         rec, token = entered
+        if rec.children is not None:
+            close_block(rec.children)  # the children's steps in flight end before the run does
         try:
             end_implicit_run(rec, error)  # before the block's end: its span reaches the tape
         except Exception:  # the exporter side never raises into the agent

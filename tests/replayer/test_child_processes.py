@@ -29,12 +29,13 @@ def recorded(tape: Path) -> Path:
     return ping_tape(tape)
 
 
-@pytest.fixture
-def noted(tape: Path, tmp_path: Path) -> Path:
-    notes = tmp_path / "notes.txt"
+def _noted(tape: Path, notes: Path, start: str) -> Path:
+    """A tape of the agent's note and a child's, each written for real."""
     with record(tape), agent_run("a"):
         ping()
         append_note(str(notes), "in the agent")
+        STARTS[start](notes)
+    assert notes.read_text(encoding="utf-8").count("\n") == 2
     notes.unlink()
     return tape
 
@@ -75,18 +76,20 @@ STARTS: dict[str, Callable[[Path], None]] = {
 
 
 @pytest.mark.parametrize("start", list(STARTS))
-def test_a_write_tool_called_in_a_child_process_is_counted_and_warned(noted: Path, tmp_path: Path, start: str) -> None:
+def test_a_write_tool_called_in_a_child_process_is_answered_counted_and_warned(
+    tape: Path, tmp_path: Path, start: str
+) -> None:
     notes = tmp_path / "notes.txt"
+    noted = _noted(tape, notes, start)
     with pytest.warns(Warning) as caught, replay(noted, stub=["append_note"]) as session, agent_run("a"):
         ping()
         assert append_note(str(notes), "in the agent") == "written"  # served from the tape here …
-        assert not notes.exists()
-        STARTS[start](notes)  # … but the child runs it for real
-    assert notes.read_text(encoding="utf-8").count("\n") == 1  # the child's side effect happened
+        STARTS[start](notes)  # … and in the child, which joined the replay
+    assert not notes.exists()  # no side effect happened
     assert session.stats.child_processes == 1 and session.stats["child_processes"] == 1
-    assert session.stats.stubbed_side_effects == 1 and session.stats.real_side_effects == 0
+    assert session.stats.stubbed_side_effects == 2 and session.stats.real_side_effects == 0
     [message] = [str(w.message) for w in caught if "child_processes" in str(w.message)]
-    assert str(noted) in message and "copy_context" in message and "in the child" in message
+    assert str(noted) in message and "joins the replay" in message and "copy_context" in message
 
 
 def test_each_process_is_counted_and_the_warning_comes_once(recorded: Path) -> None:
