@@ -17,7 +17,7 @@ from helpers.joined_tools import process_main, worker
 from helpers.model_server import fake_provider
 from helpers.rest_server import rest_api
 
-from otel_agent_replay import agent_run, load_tape, record, replay
+from otel_agent_replay import agent_run, load_tape, open_store, record, replay
 from otel_agent_replay.core import SideEffectRefused
 from otel_agent_replay.core import attributes as A
 
@@ -57,6 +57,9 @@ def test_multiprocessing_workers_join_the_block(tmp_path: Path, method: str) -> 
     assert [s.result for s in run.steps if s.tool == "lookup"] == [r["lookup"] for r in live]
     pids = {int(s.attributes[A.PROCESS_PID]) for s in run.steps}
     assert pids == {r["pid"] for r in live} and os.getpid() not in pids
+    with open_store(tmp_path / "evidence.db") as store:  # the store reads the tape like any other
+        ingested = store.ingest(tape)
+    assert (ingested.sessions, ingested.tool_calls, ingested.warnings) == (1, 4, ())
 
     with pytest.raises(SideEffectRefused), replay(tape) as session, agent_run("parent"):  # strict: the writes refused
         refused = _children(markers, tmp_path, method)
