@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import warnings
 import os
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 from otel_agent_replay import agent_run, record, replay, tool

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -34,21 +35,47 @@ from otel_agent_replay.core import ConfigurationError, RecordingWarning
 from otel_agent_replay.instrumentation import current_run, current_step
 
 from ._channel import ChildChannel
+from ._decider import ProcessFacts
 from ._joined import Ticket
 from ._proxied import ChildProxy
 from ._remote import JOIN_VARIABLE
 from ._server import mitmdump
 from ._spawn import Spawner, current_block, install
 
-_STARTUP = '''"""otel-agent-replay: join the block that started this process, then run the sitecustomize it hides."""
+_STARTUP = '''"""otel-agent-replay: join the block that started this process, then run the sitecustomize it hides.
+
+The join waits for the process to import otel-agent-replay (a process that never does has no decorated
+tool to join with), so a child that is no agent pays nothing at its start; it joins as soon as the
+package itself is imported, before any of its modules, so no import is caught half done."""
 import importlib.machinery, importlib.util, os, sys
+
+
+class _JoinOnImport:
+    def find_spec(self, name, path=None, target=None):
+        if name != "otel_agent_replay":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        loader = getattr(spec, "loader", None)
+        if loader is None:
+            return spec
+        run = loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            try:
+                from otel_agent_replay.proxy import join_from_environment
+
+                join_from_environment()
+            except Exception:  # another version, or a broken install: the process runs, not joined
+                pass
+
+        loader.exec_module = exec_module
+        return spec
+
+
 if os.environ.get("AGENT_REPLAY_JOIN"):
-    try:
-        from otel_agent_replay.proxy import join_from_environment
-    except ImportError:  # another interpreter, without otel-agent-replay: its HTTP still goes through the proxy
-        pass
-    else:
-        join_from_environment()
+    sys.meta_path.insert(0, _JoinOnImport())
 _here = os.path.dirname(os.path.abspath(__file__))
 _path = [p for p in sys.path if p and os.path.abspath(p) != _here]
 _spec = importlib.machinery.PathFinder.find_spec("sitecustomize", _path)
@@ -71,38 +98,55 @@ class BlockChildren:
         self._proxies: dict[int, tuple[object, ChildProxy]] = {}
         self._channel: ChildChannel | None = None
         self._startup: Path | None = None
+        self._facts: dict[str, ProcessFacts] = {}
         self.closed = False
 
     # --- what a child gets -----------------------------------------------------------------
 
-    def environment(self, env: Mapping[str, str] | None) -> dict[str, str]:
-        """The environment of a process started with ``env`` (None: this process's) from the block's context."""
+    def environment(self, env: Mapping[str, str] | None, command: str = "") -> dict[str, str]:
+        """The environment of a process started with ``env`` (None: this process's) from the block's context;
+        ``command`` goes on the steps of its requests."""
         base = dict(os.environ if env is None else env)
         if self.closed or os.getpid() != self.pid:
             return base
+        ticket = self._ticket(contextvars.copy_context())
         proxy = self.proxy()
-        out = proxy.environment_for(base) if proxy is not None else base
-        ticket = self.ticket(contextvars.copy_context(), with_environment=False)
+        out = proxy.environment_for(base, self._child(ticket, command)) if proxy is not None else base
         out[JOIN_VARIABLE] = ticket.text()
         startup = self._startup_folder()
         rest = base.get("PYTHONPATH")
         out["PYTHONPATH"] = str(startup) + (os.pathsep + rest if rest else "")
         return out
 
-    def ticket(self, context: contextvars.Context, *, with_environment: bool = True) -> Ticket:
-        """The ticket of a process started from ``context``; with the proxy's variables when the process
-        inherits this environment unchanged (``multiprocessing``)."""
+    def ticket(self, context: contextvars.Context, command: str = "") -> Ticket:
+        """The ticket of a ``multiprocessing`` process started from ``context``, with the proxy's variables
+        (such a process inherits this environment unchanged)."""
+        ticket = self._ticket(context)
+        proxy = self.proxy()
+        if proxy is None:
+            return ticket
+        pointed = proxy.environment_for(os.environ, self._child(ticket, command))
+        environment = {k: v for k, v in pointed.items() if os.environ.get(k) != v}
+        return dataclasses.replace(ticket, environment=environment)
+
+    def started(self, ticket: str, pid: int) -> None:
+        """The process of ``ticket`` (its text, or its context id) runs as ``pid``: on its requests' steps."""
+        context = ticket if ticket.isdigit() else Ticket.parse(ticket).context
+        facts = self._facts.get(context)
+        if facts is not None:
+            facts.pid = pid
+
+    def _ticket(self, context: contextvars.Context) -> Ticket:
         with self._lock:
             if self._channel is None:
                 self._channel = ChildChannel().start()
             channel = self._channel
-        environment: dict[str, str] = {}
-        if with_environment:
-            proxy = self.proxy()
-            if proxy is not None:
-                pointed = proxy.environment_for(os.environ)
-                environment = {k: v for k, v in pointed.items() if os.environ.get(k) != v}
-        return Ticket(channel.address, channel.token, channel.context_id(context), self.mode, self.tape, environment)
+        return Ticket(channel.address, channel.token, channel.context_id(context), self.mode, self.tape)
+
+    def _child(self, ticket: Ticket, command: str) -> tuple[str, ProcessFacts]:
+        facts = ProcessFacts(command[:500])
+        self._facts[ticket.context] = facts
+        return f"child-{ticket.context}", facts
 
     def proxy(self) -> ChildProxy | None:
         """The proxy of the run of this context (started now if it is the run's first process), or None."""

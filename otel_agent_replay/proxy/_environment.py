@@ -103,13 +103,19 @@ def write_upstream_trust(folder: Path, env: Mapping[str, str]) -> Path:
 
 
 def pointed(
-    env: Mapping[str, str], *, port: int, reverse: Mapping[str, int], trust: Mapping[str, str]
+    env: Mapping[str, str],
+    *,
+    port: int,
+    reverse: Mapping[str, int],
+    trust: Mapping[str, str],
+    credentials: str = "",
 ) -> dict[str, str]:
-    """``env`` pointed at a running proxy: its proxy variables, the base-URL variables whose upstream has a
-    reverse listener (others stay as they are: the proxy variables still carry a client that honours them),
-    and the bundles ``trust`` names (variable → path)."""
+    """``env`` pointed at a running proxy: its proxy variables (with ``credentials``, ``user:password``, that
+    name the child to the proxy), the base-URL variables whose upstream has a reverse listener (others stay
+    as they are: the proxy variables still carry a client that honours them), and the bundles ``trust``
+    names (variable → path)."""
     out = dict(env)
-    proxy = f"http://127.0.0.1:{port}"
+    proxy = f"http://{credentials + '@' if credentials else ''}127.0.0.1:{port}"
     for name in PROXY_VARIABLES:
         out[name] = proxy
     for name in NO_PROXY_VARIABLES:

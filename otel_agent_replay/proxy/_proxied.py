@@ -85,10 +85,14 @@ class ChildProxy:
             raise
         return self
 
-    def environment_for(self, env: Mapping[str, str]) -> dict[str, str]:
-        """Another child's environment ``env`` pointed at this running proxy (the bundles made at ``start``)."""
+    def environment_for(self, env: Mapping[str, str], child: tuple[str, ProcessFacts] | None = None) -> dict[str, str]:
+        """Another child's environment ``env`` pointed at this running proxy (the bundles made at ``start``);
+        ``child``: its name and facts, put on the steps of its requests that carry the proxy's credentials."""
         trust = {k: self.environment[k] for k in (*BUNDLE_VARIABLES, NODE_CA_VARIABLE) if k in self.environment}
-        return pointed(env, port=self.port, reverse=self._reverse, trust=trust)
+        credentials = ""
+        if child is not None and self._server is not None:
+            credentials = self._server.child(*child)
+        return pointed(env, port=self.port, reverse=self._reverse, trust=trust, credentials=credentials)
 
     def close(self) -> None:
         """Stop the proxy and remove its folder (the CA's key with it)."""

@@ -101,6 +101,11 @@ class ProxyServer:
         """The run's CA certificate (PEM, no key): what the child trusts."""
         return self.folder / "mitmproxy-ca-cert.pem"
 
+    def child(self, who: str, process: ProcessFacts) -> str:
+        """Name a child to the decider (its steps get ``process``); the credentials its proxy variables carry."""
+        self._decider.children[who] = process
+        return f"{who}:{self._decider.token}"
+
     def reverse_port(self, origin: str) -> int:
         """The loopback port that stands for ``origin``."""
         reverse: Mapping[str, int] = self._decider.ports.get("reverse") or {}

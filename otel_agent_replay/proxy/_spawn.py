@@ -22,6 +22,7 @@ import functools
 import multiprocessing.process
 import os
 import platform
+import shlex
 import subprocess
 import threading
 from collections.abc import Callable, Mapping
@@ -37,9 +38,11 @@ class Spawner(Protocol):
     closed: bool
     pid: int
 
-    def environment(self, env: Mapping[str, str] | None) -> dict[str, str]: ...
+    def environment(self, env: Mapping[str, str] | None, command: str = "") -> dict[str, str]: ...
 
-    def ticket(self, context: contextvars.Context) -> object: ...
+    def ticket(self, context: contextvars.Context, command: str = "") -> Any: ...
+
+    def started(self, ticket: str, pid: int) -> None: ...
 
 
 current_block: ContextVar[Spawner | None] = ContextVar("agent_replay_block_children", default=None)
@@ -52,25 +55,39 @@ _ENV_INDEX = 7
 ``env`` is (counting ``self``)."""
 
 
-def _pointed(env: Mapping[str, str] | None) -> dict[str, str] | None:
-    """The environment of a process started here with ``env``, or None when no block's context is here."""
-    block = current_block.get()
-    if block is None or (env is not None and _ours(env)):
-        return None
-    return block.environment(env)
+def _command(words: Any) -> str:
+    """A process's command line, as text."""
+    if isinstance(words, (str, bytes, os.PathLike)):
+        return os.fsdecode(words)
+    try:
+        return shlex.join(os.fsdecode(w) for w in words)
+    except TypeError:
+        return repr(words)
+
+
+def _ours(env: Mapping[Any, Any]) -> bool:
+    """Whether ``env`` was already pointed (a ``Popen`` that spawns through ``posix_spawn``)."""
+    return JOIN_VARIABLE in env and env.get(JOIN_VARIABLE) != os.environ.get(JOIN_VARIABLE)
 
 
 def _wrap_execute_child(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
-    def _execute_child(*args: Any, **kwargs: Any) -> Any:
-        if current_block.get() is not None:
-            if "env" in kwargs:
-                kwargs["env"] = _pointed(kwargs["env"]) or kwargs["env"]
-            elif len(args) > _ENV_INDEX:
-                env = _pointed(args[_ENV_INDEX])
-                if env is not None:
-                    args = (*args[:_ENV_INDEX], env, *args[_ENV_INDEX + 1 :])
-        return original(*args, **kwargs)
+    def _execute_child(self: Any, *args: Any, **kwargs: Any) -> Any:
+        block = current_block.get()
+        if block is None:
+            return original(self, *args, **kwargs)
+        given = kwargs["env"] if "env" in kwargs else args[_ENV_INDEX - 1]
+        if given is not None and _ours(given):
+            return original(self, *args, **kwargs)
+        env = block.environment(given, _command(args[0] if args else kwargs.get("args")))
+        if "env" in kwargs:
+            kwargs["env"] = env
+        else:
+            args = (*args[: _ENV_INDEX - 1], env, *args[_ENV_INDEX:])
+        result = original(self, *args, **kwargs)
+        if JOIN_VARIABLE in env and isinstance(getattr(self, "pid", None), int):
+            block.started(env[JOIN_VARIABLE], self.pid)
+        return result
 
     return _execute_child
 
@@ -79,25 +96,29 @@ def _wrap_spawn(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def spawn(path: Any, argv: Any, env: Any, *args: Any, **kwargs: Any) -> Any:
         block = current_block.get()
-        if block is not None and isinstance(env, Mapping) and not _ours(env):
-            env = block.environment(env)
-        return original(path, argv, env, *args, **kwargs)
+        if block is None or not isinstance(env, Mapping) or _ours(env):
+            return original(path, argv, env, *args, **kwargs)
+        env = block.environment(env, _command(argv))
+        pid = original(path, argv, env, *args, **kwargs)
+        if JOIN_VARIABLE in env and isinstance(pid, int):
+            block.started(env[JOIN_VARIABLE], pid)
+        return pid
 
     return spawn
-
-
-def _ours(env: Mapping[str, str]) -> bool:
-    """Whether ``env`` was already pointed (a ``Popen`` that spawns through ``posix_spawn``)."""
-    return JOIN_VARIABLE in env and env.get(JOIN_VARIABLE) != os.environ.get(JOIN_VARIABLE)
 
 
 def _wrap_start(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def start(self: multiprocessing.process.BaseProcess) -> Any:
         block = current_block.get()
-        if block is not None and not block.closed and os.getpid() == block.pid:
-            self._agent_replay_ticket = block.ticket(contextvars.copy_context())  # type: ignore[attr-defined]
-        return original(self)
+        if block is None or block.closed or os.getpid() != block.pid:
+            return original(self)
+        ticket = block.ticket(contextvars.copy_context(), f"multiprocessing {type(self).__name__} {self.name}")
+        self._agent_replay_ticket = ticket  # type: ignore[attr-defined]
+        result = original(self)
+        if isinstance(self.pid, int):
+            block.started(ticket.context, self.pid)
+        return result
 
     return start
 

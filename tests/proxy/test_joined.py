@@ -79,7 +79,8 @@ def test_multiprocessing_workers_join_the_block(tmp_path: Path, method: str) -> 
 # --- a subprocess's HTTP through the block's proxy ---------------------------------------------------
 
 OPENAI_CHILD = """
-import json, openai
+import json, os, openai
+print("pid", os.getpid(), flush=True)
 client = openai.OpenAI(max_retries=0)
 messages = [{"role": "user", "content": "hello from a child"}]
 answer = client.chat.completions.create(model="gpt-4o-mini", messages=messages)
@@ -94,7 +95,8 @@ def _agent(child: Path, model_url: str, api_url: str) -> dict[str, Any]:
     assert said.returncode == 0, said.stderr[-3000:]
     command = ["curl", "-sS", "-X", "POST", "-H", "content-type: application/json", "-d", '{"sku": "a-1"}']
     posted = subprocess.run([*command, "-w", " %{http_code}", f"{api_url}/orders"], capture_output=True, text=True)
-    return {"child": json.loads(said.stdout.strip().splitlines()[-1]), "curl": posted.stdout}
+    lines = said.stdout.strip().splitlines()
+    return {"child": json.loads(lines[-1]), "pid": int(lines[0].split()[1]), "curl": posted.stdout}
 
 
 def test_a_subprocess_model_call_and_a_curl_post_are_steps_of_the_run(
@@ -115,7 +117,11 @@ def test_a_subprocess_model_call_and_a_curl_post_are_steps_of_the_run(
         (run,) = load_tape(tape).runs
         assert run.agent_name == "parent"
         assert [s.tool for s in run.steps] == ["openai.chat.completions", f"POST {api.authority}/orders"]
-        assert "sk-child-key" not in tape.read_text(encoding="utf-8")
+        chat, post = (s.attributes for s in run.steps)  # each step names the process that sent it
+        assert int(chat[A.PROCESS_PID]) == live["pid"] and str(child) in chat[A.PROCESS_COMMAND]
+        assert post[A.PROCESS_COMMAND].startswith("curl -sS -X POST") and int(post[A.PROCESS_PID]) > 0
+        text = tape.read_text(encoding="utf-8").lower()
+        assert "sk-child-key" not in text and "proxy-authorization" not in text  # the proxy's credentials neither
 
         with pytest.raises(SideEffectRefused), replay(tape) as session, agent_run("parent"):
             replayed = _agent(child, fake.openai_url, api.url)
@@ -126,6 +132,6 @@ def test_a_subprocess_model_call_and_a_curl_post_are_steps_of_the_run(
 
         with replay(tape, stub=[f"POST {api.authority}/orders"]) as session, agent_run("parent"):
             stubbed = _agent(child, fake.openai_url, api.url)
-        assert stubbed == live
+        assert stubbed["child"] == live["child"] and stubbed["curl"] == live["curl"]
         assert session.stats.hits == 2
         assert len(fake.requests) == 1 and len(api.requests) == 1
