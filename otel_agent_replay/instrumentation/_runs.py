@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextvars
 import datetime as _dt
 import functools
 import inspect
@@ -84,9 +83,7 @@ def agent_commit() -> str | None:
     if git is None:
         return None
     try:
-        # in a context of its own: this is not a process of the agent's (a block's spawn hooks leave it alone)
-        done = contextvars.Context().run(
-            subprocess.run,
+        done = subprocess.run(
             [git, "rev-parse", "HEAD"],
             cwd=os.getcwd(),
             capture_output=True,
