@@ -21,10 +21,12 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from helpers.anthropic_server import anthropic_api
+from helpers.otlp_lines import attrs as _attrs
+from helpers.otlp_lines import last_json as _last_json
+from helpers.otlp_lines import spans as _spans
 
 from otel_agent_replay import load_tape
 from otel_agent_replay.core import attributes as A
@@ -58,23 +60,6 @@ def _home(folder: Path) -> Path:
     cache = {"enabled": False, "timestamp": int(time.time() * 1000)}
     (folder / ".claude.json").write_text(json.dumps({"metricsStatusCache": cache}))
     return folder
-
-
-def _spans(tape: Path) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for line in tape.read_text().splitlines():
-        for rs in json.loads(line)["resourceSpans"]:
-            for ss in rs["scopeSpans"]:
-                out.extend(ss["spans"])
-    return out
-
-
-def _attrs(span: dict[str, Any]) -> dict[str, Any]:
-    return {a["key"]: next(iter(a["value"].values())) for a in span["attributes"]}
-
-
-def _last_json(stdout: str) -> dict[str, Any]:
-    return json.loads(stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
 def test_a_claude_agent_sdk_query_with_a_tool_is_recorded_and_replayed_sealed(

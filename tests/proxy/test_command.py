@@ -13,34 +13,19 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import trustme
 from helpers.model_server import fake_provider
+from helpers.otlp_lines import attrs as _attrs
+from helpers.otlp_lines import last_json as _last_json
+from helpers.otlp_lines import spans as _spans
 from helpers.rest_server import rest_api
 
 from otel_agent_replay import load_tape
 from otel_agent_replay.core import attributes as A
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
-
-
-def _spans(tape: Path) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for line in tape.read_text().splitlines():
-        for rs in json.loads(line)["resourceSpans"]:
-            for ss in rs["scopeSpans"]:
-                out.extend(ss["spans"])
-    return out
-
-
-def _attrs(span: dict[str, Any]) -> dict[str, Any]:
-    return {a["key"]: next(iter(a["value"].values())) for a in span["attributes"]}
-
-
-def _last_json(stdout: str) -> dict[str, Any]:
-    return json.loads(stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
 def test_a_node_agent_is_recorded_and_replayed_sealed(
