@@ -15,7 +15,7 @@ from __future__ import annotations
 from ._block import BlockChildren, close_block, open_block
 from ._decider import ProcessFacts, refusal
 from ._environment import BASE_URLS, BaseUrl, Upstream, child_environment, upstreams
-from ._joined import JoinedBlock, Ticket, join_from_environment
+from ._joined import JoinedBlock, Ticket, join_from_environment, joined_environment
 from ._proxied import ChildProxy
 from ._remote import JOIN_VARIABLE
 from ._server import MISSING_MITMDUMP, MITMDUMP_VARIABLE, ProxyServer, mitmdump
@@ -39,6 +39,7 @@ __all__ = [
     "close_block",
     "current_block",
     "join_from_environment",
+    "joined_environment",
     "mitmdump",
     "open_block",
     "refusal",

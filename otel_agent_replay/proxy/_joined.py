@@ -247,6 +247,11 @@ def join(ticket: Ticket) -> JoinedBlock:
     return block
 
 
+def joined_environment() -> dict[str, str]:
+    """The variables the ticket of the block this process joined put in its environment (none: not joined)."""
+    return dict(_joined[-1].ticket.environment) if _joined else {}
+
+
 def join_ticket(text: str) -> Ticket:
     """What unpickling a ``Ticket`` calls in a multiprocessing child: join, and give the ticket back."""
     ticket = Ticket.parse(text)
