@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import datetime as _dt
 import functools
 import inspect
@@ -83,7 +84,9 @@ def agent_commit() -> str | None:
     if git is None:
         return None
     try:
-        done = subprocess.run(
+        # in a context of its own: this is not a process of the agent's (a block's spawn hooks leave it alone)
+        done = contextvars.Context().run(
+            subprocess.run,
             [git, "rev-parse", "HEAD"],
             cwd=os.getcwd(),
             capture_output=True,

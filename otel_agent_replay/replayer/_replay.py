@@ -59,6 +59,7 @@ from otel_agent_replay.instrumentation import (
     warn_if_replay_active,
 )
 from otel_agent_replay.integrations import HttpActivation, HttpRoute, activate
+from otel_agent_replay.proxy import BlockChildren, Spawner, close_block, open_block
 from otel_agent_replay.recorder import Writing, hold_tape, record
 from otel_agent_replay.tape import Run, Tape, load_tape
 from otel_agent_replay.timetravel import Edits, fork_tape_for
@@ -162,6 +163,8 @@ class _Entered:
     """Whether this replay holds the heap still (``_heap``: a large tape)."""
     lock: TapeLock | None = None
     """The tape's one-writer lock, held to the block's end by a mode that writes the tape."""
+    children: tuple[BlockChildren, Token[Spawner | None]] | None = None
+    """What processes started from the block get: the proxy, the channel of joined children (``proxy``)."""
 
 
 class replay(Scope[ReplaySession, _Entered]):
@@ -367,6 +370,7 @@ class replay(Scope[ReplaySession, _Entered]):
             session = ReplaySession(options, tape, tape.path, recording=False, fork_tape=fork_tape)
             replay_started(session)
         token = current_replay.set(session)
+        block = open_block("record" if session.recording else "replay", str(path or session.tape_path or ""))
         if still:
             heap.held_still.enter()
         if not session.recording:
@@ -386,7 +390,7 @@ class replay(Scope[ReplaySession, _Entered]):
             if options.http
             else None
         )
-        return session, _Entered(session, token, recorder, temp, http, still, lock)
+        return session, _Entered(session, token, recorder, temp, http, still, lock, block)
 
     @staticmethod
     def _fork_tape(options: ReplayOptions, tape: Tape) -> Path | None:
@@ -451,6 +455,8 @@ class replay(Scope[ReplaySession, _Entered]):
     def _end(self, entered: _Entered, error: BaseException | None) -> None:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         replay_ended(entered.session)
+        if entered.children is not None:
+            close_block(entered.children)  # the children's steps in flight end before the run does
         entered.session.end_implicit(error)  # its span reaches a recording still open (a fork tape)
         if entered.http is not None:
             entered.http.close()
