@@ -89,3 +89,10 @@ def test_a_google_adk_agent_records_checks_shows_and_replays_without_warnings(
     out, err = capsys.readouterr()
     assert [line.split("  ")[0] for line in out.splitlines() if line.startswith("run ")] == [f"run {run.run_id}"]
     assert "warning:" not in out + err and "Warning" not in err  # neither show's line nor a Python warning
+
+    # The run's last step removed: check finds it by the run span's step count.
+    last = max((s for s in run.steps if s.kind == "llm"), key=lambda s: s.seq)  # ours: ADK's tool span is no count
+    cut = tape.with_name("cut.jsonl")
+    cut.write_bytes(b"".join(line for line in raw.splitlines(keepends=True) if last.span_id.encode() not in line))
+    assert main(["check", str(cut)]) == 1
+    assert f"run {run.run_id} ended with {last.seq} step(s)" in capsys.readouterr().out
