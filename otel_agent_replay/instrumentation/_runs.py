@@ -231,6 +231,7 @@ class agent_run(Scope[RunHandle, _Entered]):
             handle.steps_lost += len(lost)
             warn_lost_streams(handle, lost)
         run_ended(state)
+        state.span.set_attribute(A.RUN_STEPS, state.steps_started)  # the count ``check`` holds the tape to
         try:
             if exc is not None:
                 record_error(state.span, exc, state.capture.redactor)
