@@ -63,6 +63,11 @@ _GATE: Any = re2.compile(
 )
 # The gate for ASCII text (the usual JSON), as bytes: RE2's binding converts every match's offsets for ``str``.
 _GATE_BYTES: Any = re2.compile(_GATE.pattern.encode("ascii"))
+# The compiled RE2 object's own search (the binding keeps it as ``_regexp``), when this version of the binding has it.
+_GATE_MATCH: Any = getattr(getattr(_GATE_BYTES, "_regexp", None), "Match", None)
+_UNANCHORED: Any = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
+if _UNANCHORED is None:
+    _GATE_MATCH = None
 _STRUCTURE_START: Final = frozenset(('"{', '"[', '"d', '"e', '"i', '"$', '"c'))
 _SHORT_LIST = re.compile(r'\["[^"\\]{0,32}"(?:,"[^"\\]{0,32}")+\]')
 _BASE64_TEXT = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
@@ -196,7 +201,19 @@ def _gate_starts(text: str, data: bytes | None = None) -> list[int]:
     """Where the gate matches in ``text``. On ASCII text (the usual JSON) its bytes (``data``) are searched,
     whose offsets are the characters'."""
     if data is not None:
-        return [match.start() for match in _GATE_BYTES.finditer(data)]
+        if _GATE_MATCH is None:
+            return [match.start() for match in _GATE_BYTES.finditer(data)]
+        # RE2's own search, called directly: the binding's ``finditer`` builds a match object per hit, which is
+        # most of the gate's cost on a text with hundreds of hits (configuration files naming a password).
+        out: list[int] = []
+        pos, size = 0, len(data)
+        while pos <= size:
+            start, end = _GATE_MATCH(_UNANCHORED, data, pos, size)[0]
+            if start < 0:
+                break
+            out.append(start)
+            pos = end if end > pos else pos + 1
+        return out
     if text.isascii():
         return [match.start() for match in _GATE_BYTES.finditer(text.encode("ascii"))]
     return [match.start() for match in _GATE.finditer(text)]

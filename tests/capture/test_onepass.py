@@ -131,3 +131,18 @@ def test_the_detector_finds_in_the_text_what_it_found_with_its_own_base64_decodi
             found = {f.secret for f in with_base64.scan(text)}
             kept = sorted((s for s in found if isinstance(s, str) and len(s) >= 8 and s in text), key=len, reverse=True)
             assert set(DETECTOR.known_tokens(text)) == set(kept), sample.name
+
+
+def test_the_gate_finds_with_re2s_own_search_what_the_bindings_finditer_finds() -> None:
+    texts = [orjson.dumps(value).decode() for value in redact_corpus.shapes(20_000).values()]
+    texts += [orjson.dumps(_placed(sample.text, index)).decode() for index, sample in enumerate(CORPUS)]
+    texts += ["", "key", 'x"{"', "PASSWORD: ${PASSWORD}\n" * 40]
+    hits = 0
+    for text in texts:
+        if not text.isascii():
+            continue
+        data = text.encode("ascii")
+        expected = [match.start() for match in onepass._GATE_BYTES.finditer(data)]
+        assert onepass._gate_starts(text, data) == expected
+        hits += len(expected)
+    assert onepass._GATE_MATCH is not None and hits > 100  # the direct search was the one tried, on many hits
