@@ -60,14 +60,15 @@ class Detector:
                     )
             return self._scanner
 
-    def known_tokens(self, text: str) -> list[str]:
-        """The secrets the rule set finds in ``text`` (each once, longest first); empty when none or off."""
+    def known_tokens(self, text: str, data: bytes | None = None) -> list[str]:
+        """The secrets the rule set finds in ``text`` (each once, longest first); empty when none or off.
+        ``data``: the text's UTF-8 bytes, when the caller has them (the scanner reads bytes)."""
         scanner = self._scanner if self._scanner is not None else self._build()
         if scanner is None:
             return []
         try:
             with self._scan_lock:  # one scan at a time: the native scanner's thread safety is not documented
-                findings = scanner.scan(text)
+                findings = scanner.scan(text if data is None else data)
         except Exception as exc:  # fail closed at the caller: it redacts what the other layers find
             _log.warning("the secret detector failed on a value (%s)", type(exc).__name__)
             return []

@@ -127,14 +127,14 @@ def dirty_positions(
         structure = []
     if len(text) < 5:
         return found
-    for secret in DETECTOR.known_tokens(text) if len(text) >= 16 else ():
+    data = text.encode("ascii") if text.isascii() else None  # the usual JSON: its bytes are searched once
+    for secret in DETECTOR.known_tokens(text, data) if len(text) >= 16 else ():
         at = text.find(secret)
         while at >= 0:
             found.append(at)
             if detected is not None:
                 detected.add(at)
             at = text.find(secret, at + len(secret))
-    data = text.encode("ascii") if text.isascii() else None  # the usual JSON: its bytes are searched once
     for at in _gate_starts(text, data):
         if text[at] == '"' and text[at : at + 2] in _STRUCTURE_START and _STRUCTURE_RE.match(text, at):
             if text[at + 1] not in "{[" or _json_inside(text, at):
