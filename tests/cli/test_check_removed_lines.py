@@ -10,7 +10,7 @@ from opentelemetry import trace
 
 from otel_agent_replay import agent_run, record, replay, tool
 from otel_agent_replay.cli import main
-from otel_agent_replay.cli._regress import CHECK_FORMAT
+from otel_agent_replay.cli._check import CHECK_FORMAT
 from otel_agent_replay.core import attributes as A
 
 
