@@ -110,7 +110,9 @@ class Decider:
         self._context = context
         self._process = process
         self._upstream_ca = upstream_ca
-        self._specs: dict[int, Any] = {}
+        self._specs: dict[tuple[int, int], Any] = {}
+        self.children: dict[str, ProcessFacts] = {}
+        """A block's child (the name its proxy credentials carry) → its command and process id."""
         self._flows: dict[str, _Flow] = {}
         self._lock = threading.Lock()
         self.token = secrets.token_urlsafe(24)
@@ -180,7 +182,8 @@ class Decider:
         flow_id = str(payload.get("flow"))
         if verb == "request":
             fresh = _Flow(self._context.copy())
-            outcome = fresh.context.run(self._decide, fresh, _request(payload))
+            process = self.children.get(str(payload.get("who") or ""), self._process)
+            outcome = fresh.context.run(self._decide, fresh, _request(payload), process)
             if fresh.exchange is not None:
                 with self._lock:
                     self._flows[flow_id] = fresh
@@ -227,11 +230,13 @@ class Decider:
 
     # --- the decision, in the block's context --------------------------------------------
 
-    def _decide(self, state: _Flow, request: Request) -> tuple[int, Mapping[str, str], bytes] | None:
+    def _decide(
+        self, state: _Flow, request: Request, process: ProcessFacts
+    ) -> tuple[int, Mapping[str, str], bytes] | None:
         exchange = intercept(request)
         if exchange is None:
             return None
-        exchange.spec = self._with_process(exchange.spec)
+        exchange.spec = self._with_process(exchange.spec, process)
         if not exchange.replaying:
             exchange.begin()
             state.exchange = exchange
@@ -245,13 +250,12 @@ class Decider:
             return bad_gateway(exc)
         return int(result["status"]), result_headers(result), b"".join(chunks(result))
 
-    def _with_process(self, spec: Any) -> Any:
-        """The route's spec with the command's ``agent_replay.process.*`` on each step's span."""
-        found = self._specs.get(id(spec))
+    def _with_process(self, spec: Any, process: ProcessFacts) -> Any:
+        """The route's spec with the process's ``agent_replay.process.*`` on each step's span."""
+        found = self._specs.get((id(spec), id(process)))
         if found is not None and found[0] is spec:
             return found[1]
         inner = spec.call_attributes
-        process = self._process
 
         def attributes(args: Any) -> Mapping[str, Any]:
             out = dict(inner(args)) if inner is not None else {}
@@ -259,7 +263,7 @@ class Decider:
             return out
 
         wrapped = dataclasses.replace(spec, call_attributes=attributes)
-        self._specs[id(spec)] = (spec, wrapped)
+        self._specs[(id(spec), id(process))] = (spec, wrapped)
         return wrapped
 
     def _live(self, request: Request) -> dict[str, Any]:

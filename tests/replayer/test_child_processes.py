@@ -32,12 +32,13 @@ def recorded(tape: Path) -> Path:
     return ping_tape(tape)
 
 
-@pytest.fixture
-def noted(tape: Path, tmp_path: Path) -> Path:
-    notes = tmp_path / "notes.txt"
+def _noted(tape: Path, notes: Path, start: str) -> Path:
+    """A tape of the agent's note and a child's, each written for real."""
     with record(tape), agent_run("a"):
         ping()
         append_note(str(notes), "in the agent")
+        STARTS[start](notes)
+    assert notes.read_text(encoding="utf-8").count("\n") == 2
     notes.unlink()
     return tape
 
@@ -95,21 +96,33 @@ STARTS: dict[str, Callable[[Path], None]] = {
 }
 
 
+UNJOINED = frozenset({"spawnv_passfds"})
+"""Starts the proxy room does not hook (``_posixsubprocess.fork_exec`` called directly): the child does not join."""
+
+
 @pytest.mark.parametrize("start", list(STARTS))
-def test_a_write_tool_called_in_a_child_process_is_counted_and_warned(noted: Path, tmp_path: Path, start: str) -> None:
+def test_a_write_tool_called_in_a_child_process_is_answered_counted_and_warned(
+    tape: Path, tmp_path: Path, start: str
+) -> None:
     notes = tmp_path / "notes.txt"
+    noted = _noted(tape, notes, start)
     with pytest.warns(Warning) as caught, replay(noted, stub=["append_note"]) as session, agent_run("a"):
         ping()
         assert append_note(str(notes), "in the agent") == "written"  # served from the tape here …
-        assert not notes.exists()
-        STARTS[start](notes)  # … but the child runs it for real
-    assert notes.read_text(encoding="utf-8").count("\n") == 1  # the child's side effect happened
-    assert session.stats.child_processes == 1 and session.stats["child_processes"] == 1
-    assert session.stats.stubbed_side_effects == 1 and session.stats.real_side_effects == 0
+        STARTS[start](notes)  # … and in the child, which joined the replay (one that cannot join runs it)
     [message] = [str(w.message) for w in caught if "child_processes" in str(w.message)]
-    assert str(noted) in message and "copy_context" in message and "in the child" in message
-    if start in ("posix_spawnp", "spawnv_passfds"):
-        assert message.startswith({"posix_spawnp": "os.posix_spawn(", "spawnv_passfds": "multiprocessing.util."}[start])
+    assert session.stats.child_processes == 1 and session.stats["child_processes"] == 1
+    assert session.stats.real_side_effects == 0 and str(noted) in message and "copy_context" in message
+    if start in UNJOINED:  # started below the spawn points the proxy room hooks: counted and warned
+        assert notes.read_text(encoding="utf-8").count("\n") == 1  # the child's side effect happened
+        assert session.stats.stubbed_side_effects == 1
+        assert message.startswith("multiprocessing.util.") and "really runs" in message
+    else:
+        assert not notes.exists()  # no side effect happened
+        assert session.stats.stubbed_side_effects == 2
+        assert "joins the replay" in message
+        if start == "posix_spawnp":
+            assert message.startswith("os.posix_spawn(")
 
 
 def test_each_process_is_counted_and_the_warning_comes_once(recorded: Path) -> None:
