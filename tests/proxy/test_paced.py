@@ -1,7 +1,7 @@
 """``pace="recorded"`` through the proxy: a recorded stream reaches a child process at its recorded offsets.
 
 The proxy's decider runs in this process, so a virtual clock (``helpers.clock``) sees every wait it makes:
-a paced replay waits out the recorded gaps between the events, one that is not paced waits for none, and
+a paced replay (SSE or NDJSON) waits out the recorded gaps between the events, one that is not paced waits for none, and
 neither measures the wall clock. Each wait of the decider is also held until the child has read every event
 sent before it (the child notes each one in a file as it reads it): a relay that buffered the served stream
 would hold them back, and the gate would stall. The stream server stays up and counts every request it gets."""
@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from helpers.clock import virtual_clock
 from helpers.otlp_lines import last_json
-from helpers.stream_server import EVENTS, stream_server
+from helpers.stream_server import EVENTS, LINES, stream_server
 
 from otel_agent_replay import agent_run, load_tape, record, replay
 from otel_agent_replay.cli import main
@@ -33,8 +33,8 @@ import json, sys, urllib.request
 events, last = 0, ""
 with open(sys.argv[2], "a", encoding="utf-8") as marks, urllib.request.urlopen(sys.argv[1], timeout=60) as response:
     for line in response:
-        if line.startswith(b"data: "):
-            events, last = events + 1, line.decode()[6:].strip()
+        if line.startswith((b"data: ", b"{")):  # an event's data (SSE), or a line of NDJSON
+            events, last = events + 1, line.decode().removeprefix("data: ").strip()
             marks.write(f"{events}\\n")
             marks.flush()
 print(json.dumps({"events": events, "last": last}), flush=True)
@@ -107,11 +107,11 @@ def _clock(monkeypatch: pytest.MonkeyPatch, marks: Path) -> Iterator[Waits]:
         yield waits
 
 
-def _recorded_span(tape: Path) -> float:
+def _recorded_span(tape: Path, parts: int = len(EVENTS)) -> float:
     """Seconds from the stream's start to its last recorded event (what a paced replay waits in all)."""
     (step,) = load_tape(tape).runs[0].steps
     offsets = [float(e["offset"]) for e in step.result["events"]]
-    assert len(offsets) == len(EVENTS)
+    assert len(offsets) == parts
     return offsets[-1]
 
 
@@ -122,17 +122,18 @@ def _run(child: Path, url: str, marks: Path) -> dict[str, Any]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
+@pytest.mark.parametrize(("route", "parts"), [("events", len(EVENTS)), ("lines", len(LINES))], ids=["sse", "ndjson"])
 def test_a_python_block_child_gets_a_recorded_stream_at_its_pace(
-    child: Path, proxied: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    route: str, parts: int, child: Path, proxied: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tape = tmp_path / "paced.jsonl"
     with stream_server() as server:
-        url = f"{server.url}/events?gap={GAP}"
+        url = f"{server.url}/{route}?gap={GAP}"
         with record(tape), agent_run("paced"):
             live = _run(child, url, tmp_path / "recorded.marks")
-        assert live["events"] == len(EVENTS) and len(server.requests) == 1
-        span = _recorded_span(tape)
-        assert span >= GAP * (len(EVENTS) - 1) * 0.9  # the server's gaps are on the tape
+        assert live["events"] == parts and len(server.requests) == 1
+        span = _recorded_span(tape, parts)
+        assert span >= GAP * (parts - 1) * 0.9  # the server's gaps are on the tape
 
         marks = tmp_path / "plain.marks"
         with _clock(monkeypatch, marks) as plain, replay(tape) as session, agent_run("paced"):
@@ -145,7 +146,7 @@ def test_a_python_block_child_gets_a_recorded_stream_at_its_pace(
         assert session.stats.hits == 1
         assert paced.stalled == []  # each event had reached the child before the next was due
         waits = paced.decider()
-        assert len(waits) == len(EVENTS)  # one wait before each event …
+        assert len(waits) == parts  # one wait before each event …
         assert sum(waits) == pytest.approx(span, abs=1e-6)  # … together the recorded stream's length
         assert len(server.requests) == 1  # still up, and nothing reached it
 
