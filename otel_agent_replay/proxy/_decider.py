@@ -10,7 +10,10 @@ recording or replay), so a proxied request is the same step as an in-process one
   framed stream (SSE, NDJSON, the AWS event stream) is fed to the step chunk by chunk as mitmproxy
   passes each chunk on to the child (nothing is buffered), anything else is ``finish``-ed whole;
 - replaying: the tape's answer is the response (nothing goes upstream), or the divergence is refused
-  with an HTTP error the child's client raises as its own (``refusal``);
+  with an HTTP error the child's client raises as its own (``refusal``). A recorded stream under
+  ``pace="recorded"`` is served by this process itself (``/served/ID``, loopback, the run's token): the
+  relay sends the request there instead, and passes the chunks on as they come, each at its recorded
+  offset (``response_bytes``), so the child reads the stream as fast as it came when it was recorded;
 - not ours (a passthrough host of the replay): mitmproxy forwards it untouched.
 
 One flow's calls come one after the other and run in one ``contextvars.Context``, so the step's
@@ -20,6 +23,7 @@ context tokens are set and reset in the same context.
 from __future__ import annotations
 
 import base64
+import contextlib
 import contextvars
 import dataclasses
 import hmac
@@ -46,11 +50,14 @@ from otel_agent_replay.integrations import (
     Stream,
     chunks,
     intercept,
+    is_stream,
+    response_bytes,
     response_result,
     result_headers,
 )
 
 _log = logging.getLogger(__name__)
+_SERVED = "/served/"
 _HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding"}
 )
@@ -114,6 +121,8 @@ class Decider:
         self.children: dict[str, ProcessFacts] = {}
         """A block's child (the name its proxy credentials carry) → its command and process id."""
         self._flows: dict[str, _Flow] = {}
+        self._served: dict[str, dict[str, Any]] = {}
+        """A paced stream from the tape, by the one-time name its ``/served/`` request asks for."""
         self._lock = threading.Lock()
         self.token = secrets.token_urlsafe(24)
         self.ready = threading.Event()
@@ -139,6 +148,7 @@ class Decider:
         self._server.server_close()
         with self._lock:
             flows, self._flows = list(self._flows.values()), {}
+            self._served.clear()  # a paced answer never asked for (its child went away first)
         for state in flows:  # a stream still open when the command ended: its step ends with what arrived
             if state.stream is not None:
                 state.context.run(state.stream.close)
@@ -157,6 +167,9 @@ class Decider:
                     self.send_response(403)
                     self.end_headers()
                     return
+                if self.path.startswith(_SERVED):
+                    self._serve()
+                    return
                 try:
                     answer = decider.handle(self.path.strip("/"), orjson.loads(data or b"{}"))
                 except Exception:  # the relay must get an answer; the step's own errors are in the tape
@@ -170,6 +183,22 @@ class Decider:
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
+
+            do_GET = do_PUT = do_PATCH = do_DELETE = do_POST  # a served stream answers the child's own method
+
+            def _serve(self) -> None:
+                """A paced stream from the tape, part by part as each is due (the relay passes each on)."""
+                self.close_connection = True
+                with decider._lock:
+                    result = decider._served.pop(self.path[len(_SERVED) :], None)
+                if result is None:
+                    self.send_error(404, "no such answer (each is served once)")
+                    return
+                reader = response_bytes(result, pace=True)
+                with contextlib.suppress(OSError):  # the child stopped reading: the rest is not sent
+                    while part := reader.read1(65536):
+                        self.wfile.write(part)
+                        self.wfile.flush()
 
         return Handler
 
@@ -189,6 +218,8 @@ class Decider:
                     self._flows[flow_id] = fresh
             if outcome is None:
                 return {"action": "forward"}
+            if isinstance(outcome, str):
+                return {"action": "serve", "port": self._server.server_address[1], "path": _SERVED + outcome}
             status, headers, body = outcome
             kept = [[k, v] for k, v in headers.items() if k.lower() not in ("content-length", "transfer-encoding")]
             return {"action": "answer", "status": status, "headers": kept, "body": _b64(body)}
@@ -232,7 +263,8 @@ class Decider:
 
     def _decide(
         self, state: _Flow, request: Request, process: ProcessFacts
-    ) -> tuple[int, Mapping[str, str], bytes] | None:
+    ) -> tuple[int, Mapping[str, str], bytes] | str | None:
+        """None: forward it (recorded as it goes); a response; or the name of a paced stream to serve."""
         exchange = intercept(request)
         if exchange is None:
             return None
@@ -248,6 +280,11 @@ class Decider:
             return status, {"content-type": "application/json", "x-agent-replay": type(exc).__name__}, body
         except Exception as exc:  # a recorded failure (the upstream could not be reached), replayed
             return bad_gateway(exc)
+        if exchange.pace and is_stream(result):
+            name = secrets.token_urlsafe(16)
+            with self._lock:
+                self._served[name] = result
+            return name
         return int(result["status"]), result_headers(result), b"".join(chunks(result))
 
     def _with_process(self, spec: Any, process: ProcessFacts) -> Any:

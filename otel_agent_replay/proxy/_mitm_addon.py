@@ -7,6 +7,8 @@ process, named with a per-run token by the environment) what to do, and does it:
 
 - ``answer``: the response is the decider's (a replay: from the tape, or a refusal); nothing is
   sent upstream (the connection strategy is lazy, so no upstream connection is ever opened);
+- ``serve``: a paced stream from the tape: the request goes to the decider itself (loopback, with the
+  run's token) instead of its host, and its answer is streamed on to the child as it comes;
 - ``forward``: mitmproxy sends it upstream (only on that answer: a request the decider could not decide
   is answered 502, never forwarded); the response head, each chunk of a stream (as it passes to
   the client: ``response.stream``, nothing buffered) and the whole body are reported back, so the
@@ -153,12 +155,22 @@ class Relay:
             flow.response = mitmhttp.Response.make(502, said, {"content-type": "text/plain; charset=utf-8"})
             flow.metadata["agent_replay"] = False
             return
+        if answer.get("action") == "serve":
+            request.scheme, request.host, request.port = "http", "127.0.0.1", int(answer["port"])
+            request.path = str(answer["path"])
+            request.headers["x-agent-replay-token"] = _TOKEN
+            flow.metadata["agent_replay"] = False
+            flow.metadata["agent_replay_served"] = True
+            return
         if answer.get("action") == "answer":
             headers = [(k.encode(), v.encode()) for k, v in answer.get("headers", [])]
             flow.response = mitmhttp.Response.make(int(answer["status"]), base64.b64decode(answer["body"]), headers)
             flow.metadata["agent_replay"] = False  # answered: nothing more to report
 
     def responseheaders(self, flow: Any) -> None:
+        if flow.metadata.get("agent_replay_served"):
+            flow.response.stream = True  # each part as the decider sends it
+            return
         if not flow.metadata.get("agent_replay"):
             return
         response = flow.response
