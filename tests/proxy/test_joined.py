@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.joined_tools import process_main, worker
+from helpers.joined_tools import outside, process_main, worker
 from helpers.model_server import fake_provider
 from helpers.rest_server import rest_api
 
@@ -74,6 +75,21 @@ def test_multiprocessing_workers_join_the_block(tmp_path: Path, method: str) -> 
     assert [r["write"] for r in stubbed] == ["written", "written"]  # the recorded answer
     assert list(markers.iterdir()) == []
     assert session.stats.stubbed_side_effects == 2 and session.stats["unused_entries"] == 0
+
+
+def test_a_fork_server_started_in_a_block_serves_later_workers_outside_it(tmp_path: Path) -> None:
+    """multiprocessing's fork server lives as long as this process: started by a block's forkserver child, it
+    must carry none of the block (its proxy, its ticket, its startup folder) into the workers of later pools."""
+    multiprocessing.forkserver._forkserver._stop()  # type: ignore[attr-defined]  # so this block starts it
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    with record(tmp_path / "block.jsonl"), agent_run("parent"):
+        live = _children(markers, tmp_path, "forkserver")
+    assert [r["write"] for r in live] == ["written", "written"]
+    with rest_api() as api, ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("forkserver")) as pool:
+        seen = pool.submit(outside, api.url).result(120)
+        assert seen == {"set": [], "joined": False, "status": 200}
+        assert len(api.requests) == 1  # the live server reached, no proxy between
 
 
 # --- a subprocess's HTTP through the block's proxy ---------------------------------------------------

@@ -1,18 +1,22 @@
-"""Processes started from a replay's context run outside it: counted in ``child_processes`` and warned once."""
+"""Processes started from a replay's context: counted in ``child_processes`` and warned once; every way of
+starting one (``spawnv_passfds`` included) gives it the replay's proxy, and a Python one joins the replay."""
 
 from __future__ import annotations
 
 import _posixsubprocess
+import contextlib
 import contextvars
 import multiprocessing
 import multiprocessing.util
 import os
 import shlex
+import shutil
+import socket
 import subprocess
 import sys
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -21,6 +25,7 @@ from helpers.child_tools import append_note
 from helpers.pinged import ping, ping_tape
 
 from otel_agent_replay import agent_run, record, replay
+from otel_agent_replay.core import SideEffectRefused
 from otel_agent_replay.instrumentation import agent_commit
 from otel_agent_replay.replayer import _audit
 
@@ -96,10 +101,6 @@ STARTS: dict[str, Callable[[Path], None]] = {
 }
 
 
-UNJOINED = frozenset({"spawnv_passfds"})
-"""Starts the proxy room does not hook (``_posixsubprocess.fork_exec`` called directly): the child does not join."""
-
-
 @pytest.mark.parametrize("start", list(STARTS))
 def test_a_write_tool_called_in_a_child_process_is_answered_counted_and_warned(
     tape: Path, tmp_path: Path, start: str
@@ -109,20 +110,65 @@ def test_a_write_tool_called_in_a_child_process_is_answered_counted_and_warned(
     with pytest.warns(Warning) as caught, replay(noted, stub=["append_note"]) as session, agent_run("a"):
         ping()
         assert append_note(str(notes), "in the agent") == "written"  # served from the tape here …
-        STARTS[start](notes)  # … and in the child, which joined the replay (one that cannot join runs it)
+        STARTS[start](notes)  # … and in the child, which joined the replay
     [message] = [str(w.message) for w in caught if "child_processes" in str(w.message)]
     assert session.stats.child_processes == 1 and session.stats["child_processes"] == 1
     assert session.stats.real_side_effects == 0 and str(noted) in message and "copy_context" in message
-    if start in UNJOINED:  # started below the spawn points the proxy room hooks: counted and warned
-        assert notes.read_text(encoding="utf-8").count("\n") == 1  # the child's side effect happened
-        assert session.stats.stubbed_side_effects == 1
-        assert message.startswith("multiprocessing.util.") and "really runs" in message
-    else:
-        assert not notes.exists()  # no side effect happened
-        assert session.stats.stubbed_side_effects == 2
-        assert "joins the replay" in message
-        if start == "posix_spawnp":
-            assert message.startswith("os.posix_spawn(")
+    assert not notes.exists()  # no side effect happened
+    assert session.stats.stubbed_side_effects == 2
+    assert "joins the replay" in message
+    if start == "posix_spawnp":
+        assert message.startswith("os.posix_spawn(")
+    if start == "spawnv_passfds":  # _posixsubprocess.fork_exec called by its module's name, no audit event
+        assert message.startswith("multiprocessing.util.spawnv_passfds(")
+
+
+@contextlib.contextmanager
+def tcp_sink() -> Iterator[tuple[int, list[int]]]:
+    """A loopback TCP server that counts the bytes it receives: its port, and [connections, bytes]."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)
+    seen = [0, 0]
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except (TimeoutError, OSError):
+                continue
+            seen[0] += 1
+            with conn:
+                conn.settimeout(2)
+                with contextlib.suppress(OSError):
+                    while data := conn.recv(65536):
+                        seen[1] += len(data)
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    try:
+        yield listener.getsockname()[1], seen
+    finally:
+        stop.set()
+        server.join(5)
+        listener.close()
+
+
+def test_a_spawnv_passfds_child_gets_the_replays_proxy_with_no_host_allowed(recorded: Path, tmp_path: Path) -> None:
+    """Issue 31's edge: a ``curl -X POST`` started by multiprocessing's helper during a strict replay with
+    ``allow_hosts=[]``: sent to the replay's proxy, refused there, 0 bytes at the sink; counted."""
+    curl = shutil.which("curl")
+    assert curl, "curl is needed (apt-get install curl)"
+    headers = tmp_path / "headers.txt"
+    with tcp_sink() as (port, seen):
+        argv = [curl, "-sS", "-X", "POST", "-d", '{"order": 1}', "-D", str(headers), "-o", os.devnull]
+        with pytest.raises(SideEffectRefused), replay(recorded, allow_hosts=[]) as session, agent_run("a"):
+            ping()
+            pid = multiprocessing.util.spawnv_passfds(os.fsencode(curl), [*argv, f"http://127.0.0.1:{port}/orders"], ())
+            assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0  # curl got an answer …
+        assert headers.read_text(encoding="utf-8").split()[1] == "403"  # … the proxy's refusal, an HTTP error
+        assert seen == [0, 0]  # nothing reached the sink
+    assert session.stats.child_processes == 1 and session.stats.refused_side_effects == 1
 
 
 def test_each_process_is_counted_and_the_warning_comes_once(recorded: Path) -> None:
