@@ -15,7 +15,8 @@
 - multiprocessing's own servers, the fork server and the resource tracker (``ensure_running``), are
   started outside the block's context wherever they are first needed: they serve this process for its
   whole life, and one started with the block's proxy, ticket and startup folder would hand them to every
-  later worker (a proxy gone, a block ended).
+  later worker (a proxy gone, a block ended). ``starting_server`` says so to a replay's count, which
+  leaves them out.
 
 The patches are put once, when the first block starts (before a replay's own count of process starts
 wraps ``fork_exec`` and ``start`` over them, and puts back what it found), and stay: outside a block's
@@ -150,18 +151,26 @@ def _entry(item: Any) -> tuple[str, str]:
     return name, value
 
 
+_serving: ContextVar[bool] = ContextVar("agent_replay_multiprocessing_server", default=False)
+
+
+def starting_server() -> bool:
+    """Whether multiprocessing's own fork server or resource tracker is being started here: a process of the
+    standard library's, no child of the agent's (a replay does not count it)."""
+    return _serving.get()
+
+
 def _outside(original: Callable[..., Any]) -> Callable[..., Any]:
     """``original`` run outside any block's context (multiprocessing's own servers, see the module)."""
 
     @functools.wraps(original)
     def outside(*args: Any, **kwargs: Any) -> Any:
-        if current_block.get() is None:
-            return original(*args, **kwargs)
-        token = current_block.set(None)
+        block, serving = current_block.set(None), _serving.set(True)
         try:
             return original(*args, **kwargs)
         finally:
-            current_block.reset(token)
+            _serving.reset(serving)
+            current_block.reset(block)
 
     return outside
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import multiprocessing
 import multiprocessing.forkserver
+import multiprocessing.resource_tracker
 import os
 import subprocess
 import sys
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from typing import Any
 import pytest
 from helpers.joined_tools import outside, process_main, worker
 from helpers.model_server import fake_provider
+from helpers.pinged import ping, ping_tape
 from helpers.rest_server import rest_api
 
 from otel_agent_replay import agent_run, load_tape, open_store, record, replay
@@ -90,6 +93,37 @@ def test_a_fork_server_started_in_a_block_serves_later_workers_outside_it(tmp_pa
         seen = pool.submit(outside, api.url).result(120)
         assert seen == {"set": [], "joined": False, "status": 200}
         assert len(api.requests) == 1  # the live server reached, no proxy between
+
+
+_BLOCK_VARIABLES = {b"AGENT_REPLAY_JOIN", b"HTTP_PROXY", b"HTTPS_PROXY", b"http_proxy", b"https_proxy", b"ALL_PROXY"}
+
+
+def _block_variables(pid: int) -> list[bytes]:
+    """What process ``pid`` holds of a block's: its proxy variables and ticket, the startup folder."""
+    environ = dict(e.partition(b"=")[::2] for e in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if e)
+    found = sorted(_BLOCK_VARIABLES & environ.keys())
+    return found + [p for p in environ.get(b"PYTHONPATH", b"").split(os.pathsep.encode()) if b"agent-replay-join" in p]
+
+
+def test_multiprocessings_own_servers_first_needed_in_a_replay_are_not_its_children(tmp_path: Path) -> None:
+    """A lock's resource tracker and a fork server started outside any ``start()`` (the lock made, the server
+    asked for, in the block): started outside the block, as they outlive it, and not counted."""
+    multiprocessing.resource_tracker._resource_tracker._stop()  # type: ignore[attr-defined]  # so the block starts them
+    multiprocessing.forkserver._forkserver._stop()  # type: ignore[attr-defined]
+    tape = ping_tape(tmp_path / "ping.jsonl")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with replay(tape, allow_hosts=[]) as session, agent_run("a"):
+            ping()
+            lock = multiprocessing.get_context("spawn").Lock()  # its semaphore registered: the tracker starts
+            multiprocessing.forkserver.ensure_running()
+    tracker = multiprocessing.resource_tracker._resource_tracker._pid  # type: ignore[attr-defined]
+    server = multiprocessing.forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]
+    assert isinstance(tracker, int) and isinstance(server, int)
+    assert _block_variables(tracker) == [] and _block_variables(server) == []
+    assert session.stats.child_processes == 0
+    assert not [w for w in caught if "child_processes" in str(w.message)]
+    del lock
 
 
 # --- a subprocess's HTTP through the block's proxy ---------------------------------------------------
