@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from helpers.joined_tools import outside, process_main, worker
 from helpers.model_server import fake_provider
+from helpers.passfds_curl import post_by_spawnv_passfds
 from helpers.pinged import ping, ping_tape
 from helpers.rest_server import rest_api
 
@@ -185,3 +186,36 @@ def test_a_subprocess_model_call_and_a_curl_post_are_steps_of_the_run(
         assert stubbed["child"] == live["child"] and stubbed["curl"] == live["curl"]
         assert session.stats.hits == 2
         assert len(fake.requests) == 1 and len(api.requests) == 1
+
+
+def test_a_post_from_a_spawnv_passfds_child_is_a_step_of_the_run_and_answered_from_the_tape(
+    tmp_path: Path, mitmdump: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """multiprocessing's own helper starts a process by ``_posixsubprocess.fork_exec`` looked up in its module:
+    the child gets the block's proxy like any other, its POST a step of the run naming the process; replayed,
+    with the server still up, it is refused or answered from the tape (stubbed), 0 requests."""
+    monkeypatch.setenv("AGENT_REPLAY_MITMDUMP", mitmdump)
+    for name in [k for k in os.environ if k.endswith(("_PROXY", "_proxy"))]:
+        monkeypatch.delenv(name)
+    tape = tmp_path / "passfds.jsonl"
+    with rest_api() as api:
+        with record(tape), agent_run("parent"):
+            live = post_by_spawnv_passfds(f"{api.url}/orders", '{"sku": "a-1"}', tmp_path)
+        assert live.status == 201 and json.loads(live.body) == {"id": "o-77", "sku": "a-1"}
+        assert len(api.requests) == 1
+        (run,) = load_tape(tape).runs
+        (post,) = run.steps
+        assert run.agent_name == "parent" and post.tool == f"POST {api.authority}/orders"
+        assert int(post.attributes[A.PROCESS_PID]) == live.pid
+        assert "curl -sS -X POST" in post.attributes[A.PROCESS_COMMAND]
+
+        with pytest.raises(SideEffectRefused), replay(tape) as session, agent_run("parent"):
+            refused = post_by_spawnv_passfds(f"{api.url}/orders", '{"sku": "a-1"}', tmp_path)
+        assert refused.status == 403 and "SideEffectRefused" in refused.body
+        assert session.stats.child_processes == 1 and len(api.requests) == 1
+
+        with replay(tape, stub=[f"POST {api.authority}/orders"]) as session, agent_run("parent"):
+            stubbed = post_by_spawnv_passfds(f"{api.url}/orders", '{"sku": "a-1"}', tmp_path)
+        assert (stubbed.status, stubbed.body) == (live.status, live.body)  # the recorded answer
+        assert session.stats.hits == 1 and session.stats.child_processes == 1
+        assert len(api.requests) == 1  # still up, and nothing reached it

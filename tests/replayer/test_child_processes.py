@@ -4,29 +4,30 @@ starting one (``spawnv_passfds`` included) gives it the replay's proxy, and a Py
 from __future__ import annotations
 
 import _posixsubprocess
-import contextlib
 import contextvars
+import json
 import multiprocessing
 import multiprocessing.util
 import os
 import shlex
-import shutil
-import socket
 import subprocess
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
 from helpers.child_tools import append_note
+from helpers.counted_rest_server import rest_server
+from helpers.passfds_curl import post_by_spawnv_passfds
 from helpers.pinged import ping, ping_tape
 
-from otel_agent_replay import agent_run, record, replay
+from otel_agent_replay import agent_run, load_tape, record, replay
 from otel_agent_replay.core import SideEffectRefused
 from otel_agent_replay.instrumentation import agent_commit
+from otel_agent_replay.proxy import mitmdump
 from otel_agent_replay.replayer import _audit
 
 TESTS = Path(__file__).resolve().parent.parent
@@ -123,51 +124,26 @@ def test_a_write_tool_called_in_a_child_process_is_answered_counted_and_warned(
         assert message.startswith("multiprocessing.util.spawnv_passfds(")
 
 
-@contextlib.contextmanager
-def tcp_sink() -> Iterator[tuple[int, list[int]]]:
-    """A loopback TCP server that counts the bytes it receives: its port, and [connections, bytes]."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.05)
-    seen = [0, 0]
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except (TimeoutError, OSError):
-                continue
-            seen[0] += 1
-            with conn:
-                conn.settimeout(2)
-                with contextlib.suppress(OSError):
-                    while data := conn.recv(65536):
-                        seen[1] += len(data)
-
-    server = threading.Thread(target=serve, daemon=True)
-    server.start()
-    try:
-        yield listener.getsockname()[1], seen
-    finally:
-        stop.set()
-        server.join(5)
-        listener.close()
-
-
-def test_a_spawnv_passfds_child_gets_the_replays_proxy_with_no_host_allowed(recorded: Path, tmp_path: Path) -> None:
-    """Issue 31's edge: a ``curl -X POST`` started by multiprocessing's helper during a strict replay with
-    ``allow_hosts=[]``: sent to the replay's proxy, refused there, 0 bytes at the sink; counted."""
-    curl = shutil.which("curl")
-    assert curl, "curl is needed (apt-get install curl)"
-    headers = tmp_path / "headers.txt"
-    with tcp_sink() as (port, seen):
-        argv = [curl, "-sS", "-X", "POST", "-d", '{"order": 1}', "-D", str(headers), "-o", os.devnull]
-        with pytest.raises(SideEffectRefused), replay(recorded, allow_hosts=[]) as session, agent_run("a"):
+def test_a_spawnv_passfds_post_is_recorded_then_refused_with_no_host_allowed(tape: Path, tmp_path: Path) -> None:
+    """Issue 31's edge, the server up all along: a ``curl -X POST`` started by multiprocessing's helper is a step
+    of the recording; in a strict replay with ``allow_hosts=[]`` it goes to the replay's proxy and is refused
+    there (curl sees an HTTP error): 0 requests, 0 bytes at the server; the process is counted."""
+    mitmdump()  # the proxy's program, or how to install it
+    with rest_server() as server:
+        with record(tape), agent_run("a"):
             ping()
-            pid = multiprocessing.util.spawnv_passfds(os.fsencode(curl), [*argv, f"http://127.0.0.1:{port}/orders"], ())
-            assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0  # curl got an answer …
-        assert headers.read_text(encoding="utf-8").split()[1] == "403"  # … the proxy's refusal, an HTTP error
-        assert seen == [0, 0]  # nothing reached the sink
+            live = post_by_spawnv_passfds(f"{server.url}/items", '{"name": "lamp"}', tmp_path)
+        assert live.status == 201 and json.loads(live.body) == {"id": 99, "name": "lamp"}
+        assert [r[:2] for r in server.requests] == [("POST", "/items")]
+        (run,) = load_tape(tape).runs
+        assert [s.tool for s in run.steps] == ["ping", f"POST 127.0.0.1:{server.port}/items"]
+        seen = (len(server.requests), server.received, server.connections)
+
+        with pytest.raises(SideEffectRefused), replay(tape, allow_hosts=[]) as session, agent_run("a"):
+            ping()
+            replayed = post_by_spawnv_passfds(f"{server.url}/items", '{"name": "lamp"}', tmp_path)
+        assert replayed.status == 403 and "SideEffectRefused" in replayed.body
+        assert (len(server.requests), server.received, server.connections) == seen  # not a byte reached it
     assert session.stats.child_processes == 1 and session.stats.refused_side_effects == 1
 
 
