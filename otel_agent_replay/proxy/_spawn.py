@@ -22,8 +22,9 @@ The patches are put once, when the first block starts (before a replay's own cou
 wraps ``fork_exec`` and ``start`` over them, and puts back what it found), and stay: outside a block's
 context each is one context-variable lookup and calls the original. What no patch can reach
 (``os.system``, ``os.exec*`` after a bare ``os.fork``, a C extension's own ``fork``, ``fork_exec`` through
-a reference taken before the first block) starts with this process's environment as it is: counted by a
-replay's ``child_processes``, not pointed at the proxy.
+a reference taken before the first block) starts with this process's environment as it is, not pointed
+at the proxy: counted by a replay's ``child_processes`` where its audit hook sees it (``os.system``, the
+``os.fork``), not the last two.
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ _ENV_INDEX = 7
 """``Popen._execute_child(self, args, executable, preexec_fn, close_fds, pass_fds, cwd, env, ...)``: where
 ``env`` is (counting ``self``)."""
 _FORK_EXEC_ENV = 5
-"""``fork_exec(args, executable_list, close_fds, pass_fds, cwd, env, ...)`` (3.10 to 3.13): where ``env`` is,
-a list of ``b"NAME=value"`` or None."""
+"""``fork_exec(args, executable_list, close_fds, pass_fds, cwd, env, ...)`` (3.10 to 3.14 alike): where ``env``
+is, a list of ``b"NAME=value"`` or None."""
 
 
 def _command(words: Any) -> str:
