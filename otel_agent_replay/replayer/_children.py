@@ -68,9 +68,10 @@ class ChildWatch:
         if warn:
             warnings.warn(
                 f"{how} started a process during the replay of {self._describe()}: {_what_is_sealed()} What it "
-                "does besides (files it writes itself, databases and other sockets, the decorated tools of a process "
-                "that is not Python or was forked) is neither answered from the tape nor refused by this replay, and "
-                "really runs. Counted in child_processes, warned once per replay. To keep that sealed too, call it "
+                "does besides (files it writes itself, databases and other sockets, the work of a program that is not "
+                "Python beyond its HTTP) is neither answered from the tape nor refused by this replay, and really "
+                "runs; a forked child's decorated tools are served by its own copy of this replay, which this one "
+                "does not see. Counted in child_processes, warned once per replay. To keep that sealed too, call it "
                 "in this process while testing (threads given the replay's context: contextvars.copy_context().run, "
                 "or asyncio.to_thread), or start Python workers with the spawn or forkserver method",
                 ReplayWarning,
