@@ -19,7 +19,7 @@ from ._joined import JoinedBlock, Ticket, join_from_environment, joined_environm
 from ._proxied import ChildProxy
 from ._remote import JOIN_VARIABLE
 from ._server import MISSING_MITMDUMP, MITMDUMP_VARIABLE, ProxyServer, mitmdump
-from ._spawn import Spawner, current_block
+from ._spawn import Spawner, current_block, starting_server
 
 __all__ = [
     "BASE_URLS",
@@ -43,5 +43,6 @@ __all__ = [
     "mitmdump",
     "open_block",
     "refusal",
+    "starting_server",
     "upstreams",
 ]

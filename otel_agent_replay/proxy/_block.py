@@ -138,8 +138,8 @@ class BlockChildren:
 
     def _ticket(self, context: contextvars.Context) -> Ticket:
         with self._lock:
-            if self._channel is None:
-                self._channel = ChildChannel().start()
+            if self._channel is None:  # made outside the block's context, as the proxy is (``proxy``)
+                self._channel = contextvars.Context().run(ChildChannel().start)
             channel = self._channel
         return Ticket(channel.address, channel.token, channel.context_id(context), self.mode, self.tape)
 
@@ -164,7 +164,9 @@ class BlockChildren:
                 return None
             proxy = ChildProxy(os.environ, context=_run_context(run))
             try:
-                proxy.start()
+                # started outside the block's context (it decides in the run's, given above): its own loopback
+                # servers and lookups are not the agent's traffic, which a replay with allow_hosts=[] refuses
+                contextvars.Context().run(proxy.start)
             except ConfigurationError as exc:  # mitmdump would not start: the child runs, its HTTP unsealed
                 self.proxy_missing = str(exc)
                 warnings.warn(

@@ -36,6 +36,23 @@ def worker(folder: str, name: str) -> dict[str, Any]:
     return {"lookup": found, "write": wrote, "pid": os.getpid()}
 
 
+def outside(url: str) -> dict[str, Any]:
+    """What a worker started after a block sees: the variables a block would have set, whether it joined one,
+    and the answer of a live GET to ``url``."""
+    import urllib.request
+
+    from otel_agent_replay.instrumentation import current_replay
+
+    names = ("AGENT_REPLAY_JOIN", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY")
+    with urllib.request.urlopen(f"{url}/items?q=after", timeout=30) as answer:
+        status = answer.status
+    return {
+        "set": sorted(n for n in names if n in os.environ) + [p for p in sys.path if "agent-replay-join" in p],
+        "joined": current_replay.get() is not None,
+        "status": status,
+    }
+
+
 def process_main(folder: str, name: str, out: str) -> None:
     """A ``multiprocessing.Process`` target: ``worker``'s answer written to ``out``."""
     Path(out).write_text(json.dumps(worker(folder, name)), encoding="utf-8")

@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import multiprocessing.forkserver
+import multiprocessing.resource_tracker
 import os
 import subprocess
 import sys
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.joined_tools import process_main, worker
+from helpers.joined_tools import outside, process_main, worker
 from helpers.model_server import fake_provider
+from helpers.passfds_curl import post_by_spawnv_passfds
+from helpers.pinged import ping, ping_tape
 from helpers.rest_server import rest_api
 
 from otel_agent_replay import agent_run, load_tape, open_store, record, replay
@@ -76,6 +81,52 @@ def test_multiprocessing_workers_join_the_block(tmp_path: Path, method: str) -> 
     assert session.stats.stubbed_side_effects == 2 and session.stats["unused_entries"] == 0
 
 
+def test_a_fork_server_started_in_a_block_serves_later_workers_outside_it(tmp_path: Path) -> None:
+    """multiprocessing's fork server lives as long as this process: started by a block's forkserver child, it
+    must carry none of the block (its proxy, its ticket, its startup folder) into the workers of later pools."""
+    multiprocessing.forkserver._forkserver._stop()  # type: ignore[attr-defined]  # so this block starts it
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    with record(tmp_path / "block.jsonl"), agent_run("parent"):
+        live = _children(markers, tmp_path, "forkserver")
+    assert [r["write"] for r in live] == ["written", "written"]
+    with rest_api() as api, ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("forkserver")) as pool:
+        seen = pool.submit(outside, api.url).result(120)
+        assert seen == {"set": [], "joined": False, "status": 200}
+        assert len(api.requests) == 1  # the live server reached, no proxy between
+
+
+_BLOCK_VARIABLES = {b"AGENT_REPLAY_JOIN", b"HTTP_PROXY", b"HTTPS_PROXY", b"http_proxy", b"https_proxy", b"ALL_PROXY"}
+
+
+def _block_variables(pid: int) -> list[bytes]:
+    """What process ``pid`` holds of a block's: its proxy variables and ticket, the startup folder."""
+    environ = dict(e.partition(b"=")[::2] for e in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if e)
+    found = sorted(_BLOCK_VARIABLES & environ.keys())
+    return found + [p for p in environ.get(b"PYTHONPATH", b"").split(os.pathsep.encode()) if b"agent-replay-join" in p]
+
+
+def test_multiprocessings_own_servers_first_needed_in_a_replay_are_not_its_children(tmp_path: Path) -> None:
+    """A lock's resource tracker and a fork server started outside any ``start()`` (the lock made, the server
+    asked for, in the block): started outside the block, as they outlive it, and not counted."""
+    multiprocessing.resource_tracker._resource_tracker._stop()  # type: ignore[attr-defined]  # so the block starts them
+    multiprocessing.forkserver._forkserver._stop()  # type: ignore[attr-defined]
+    tape = ping_tape(tmp_path / "ping.jsonl")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with replay(tape, allow_hosts=[]) as session, agent_run("a"):
+            ping()
+            lock = multiprocessing.get_context("spawn").Lock()  # its semaphore registered: the tracker starts
+            multiprocessing.forkserver.ensure_running()
+    tracker = multiprocessing.resource_tracker._resource_tracker._pid  # type: ignore[attr-defined]
+    server = multiprocessing.forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]
+    assert isinstance(tracker, int) and isinstance(server, int)
+    assert _block_variables(tracker) == [] and _block_variables(server) == []
+    assert session.stats.child_processes == 0
+    assert not [w for w in caught if "child_processes" in str(w.message)]
+    del lock
+
+
 # --- a subprocess's HTTP through the block's proxy ---------------------------------------------------
 
 OPENAI_CHILD = """
@@ -135,3 +186,36 @@ def test_a_subprocess_model_call_and_a_curl_post_are_steps_of_the_run(
         assert stubbed["child"] == live["child"] and stubbed["curl"] == live["curl"]
         assert session.stats.hits == 2
         assert len(fake.requests) == 1 and len(api.requests) == 1
+
+
+def test_a_post_from_a_spawnv_passfds_child_is_a_step_of_the_run_and_answered_from_the_tape(
+    tmp_path: Path, mitmdump: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """multiprocessing's own helper starts a process by ``_posixsubprocess.fork_exec`` looked up in its module:
+    the child gets the block's proxy like any other, its POST a step of the run naming the process; replayed,
+    with the server still up, it is refused or answered from the tape (stubbed), 0 requests."""
+    monkeypatch.setenv("AGENT_REPLAY_MITMDUMP", mitmdump)
+    for name in [k for k in os.environ if k.endswith(("_PROXY", "_proxy"))]:
+        monkeypatch.delenv(name)
+    tape = tmp_path / "passfds.jsonl"
+    with rest_api() as api:
+        with record(tape), agent_run("parent"):
+            live = post_by_spawnv_passfds(f"{api.url}/orders", '{"sku": "a-1"}', tmp_path)
+        assert live.status == 201 and json.loads(live.body) == {"id": "o-77", "sku": "a-1"}
+        assert len(api.requests) == 1
+        (run,) = load_tape(tape).runs
+        (post,) = run.steps
+        assert run.agent_name == "parent" and post.tool == f"POST {api.authority}/orders"
+        assert int(post.attributes[A.PROCESS_PID]) == live.pid
+        assert "curl -sS -X POST" in post.attributes[A.PROCESS_COMMAND]
+
+        with pytest.raises(SideEffectRefused), replay(tape) as session, agent_run("parent"):
+            refused = post_by_spawnv_passfds(f"{api.url}/orders", '{"sku": "a-1"}', tmp_path)
+        assert refused.status == 403 and "SideEffectRefused" in refused.body
+        assert session.stats.child_processes == 1 and len(api.requests) == 1
+
+        with replay(tape, stub=[f"POST {api.authority}/orders"]) as session, agent_run("parent"):
+            stubbed = post_by_spawnv_passfds(f"{api.url}/orders", '{"sku": "a-1"}', tmp_path)
+        assert (stubbed.status, stubbed.body) == (live.status, live.body)  # the recorded answer
+        assert session.stats.hits == 1 and session.stats.child_processes == 1
+        assert len(api.requests) == 1  # still up, and nothing reached it
