@@ -250,6 +250,26 @@ def step_attributes(path: Path) -> tuple[str, dict[str, Any]]:
 # --- report ----------------------------------------------------------------------------------
 
 
+def parse_floor(path: Path, reps: int) -> list[float]:
+    """Seconds to read ``path`` line by line and ``orjson.loads`` each line, nothing else, ``reps`` times.
+
+    The floor of any loader that parses every line with orjson: ``load_tape`` next to it, in the
+    same run, says what our checks and the building of steps add.
+    """
+    times: list[float] = []
+    loads = orjson.loads
+    for _ in range(reps):
+        gc.collect()
+        gc.disable()
+        start = time.perf_counter_ns()
+        with path.open("rb", buffering=1 << 20) as f:
+            for raw in f:
+                loads(raw)
+        times.append((time.perf_counter_ns() - start) / 1e9)
+        gc.enable()
+    return times
+
+
 def render(report: benchlib.Report[Plan]) -> str:
     return benchlib.render_report(report, "recording", folder_note=f"; tmpfs {report.machine['tmpfs_dir'] or 'none'}")
 
@@ -562,6 +582,7 @@ class Bench(benchlib.BenchBase[Plan]):
                     tape = load_tape(path)
                     times.append((time.perf_counter_ns() - start) / 1e9)
                     del tape
+                parse_times = parse_floor(path, p.load_reps)
                 gc.collect()
                 memory = self.load_memory(path)
             except Exception as exc:  # load_tape is being finished elsewhere: report, do not crash
@@ -576,6 +597,9 @@ class Bench(benchlib.BenchBase[Plan]):
             target = f"≥ {TARGET_LOAD_MBPS:.0f}"
             rep.add(checked_row(sec, f"{name}: MB/s", mbps, "MB/s", target, mbps >= TARGET_LOAD_MBPS, spread))
             rep.add(Row(sec, "    spans per second", loaded / t, "spans/s"))
+            floor = statistics.median(parse_times)
+            rep.add(Row(sec, "    orjson.loads of every line alone (no checks, no steps)", size / MB / floor, "MB/s"))
+            rep.add(Row(sec, "    load_tape / that parse alone", t / floor, "x"))
             peak = memory.get("tracemalloc_peak_bytes")
             if isinstance(peak, int):
                 ratio = peak / size
@@ -594,6 +618,8 @@ class Bench(benchlib.BenchBase[Plan]):
                 "median_seconds": round(t, 4),
                 "mb_per_s": round(mbps, 1),
                 "spans_per_s": round(loaded / t),
+                "parse_alone_seconds": [round(x, 4) for x in parse_times],
+                "parse_alone_mb_per_s": round(size / MB / floor, 1),
                 **memory,
             }
         self.report.data["load"] = data
