@@ -41,7 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from otel_agent_replay import agent_run, record, replay, tool
-from otel_agent_replay.replayer import _network
+from otel_agent_replay.seal import _network
 
 PAYLOAD = b"x" * 64
 BATCH = 100

@@ -50,7 +50,7 @@ import agent
 from otel_agent_replay import agent_run, replay
 from otel_agent_replay.core import project_settings
 from otel_agent_replay.integrations import activate
-from otel_agent_replay.replayer import _children, _network, _trust
+from otel_agent_replay.seal import _children, _network, _trust
 from otel_agent_replay.tape import load_tape
 
 tapes = sorted((project / "tests" / "tapes").rglob("*.jsonl"))

@@ -28,6 +28,7 @@ LAYERS: tuple[str, ...] = (
     "instrumentation",
     "integrations",
     "proxy",
+    "seal",
     "recorder",
     "timetravel",
     "replayer",

@@ -16,9 +16,8 @@ from __future__ import annotations
 import gc
 from typing import Final
 
+from otel_agent_replay.seal import Counted
 from otel_agent_replay.tape import Tape
-
-from ._counted import Counted
 
 LARGE_TAPE_STEPS: Final = 10_000
 """From this many recorded steps on, a replay holds the heap still (below it, a full collection is short)."""

@@ -56,13 +56,18 @@ from otel_agent_replay.instrumentation import (
 from otel_agent_replay.integrations import HttpActivation, HttpRoute, activate
 from otel_agent_replay.proxy import BlockChildren, Spawner, close_block, open_block
 from otel_agent_replay.recorder import record
+from otel_agent_replay.seal import (
+    install_child_watch,
+    install_network_guard,
+    install_trust_deferral,
+    uninstall_child_watch,
+    uninstall_network_guard,
+    uninstall_trust_deferral,
+)
 from otel_agent_replay.tape import Tape
 
-from . import _children as children
 from . import _heap as heap
 from . import _loading as tapes
-from . import _network as network
-from . import _trust as trust
 from ._messages import Hints
 from ._options import Overrides, ReplayOptions
 from ._session import ReplaySession
@@ -292,12 +297,12 @@ class replay(Scope[ReplaySession, _Entered]):
         if still:
             heap.held_still.enter()
         if not session.recording:
-            trust.install()
+            install_trust_deferral()
         if session.network_guard is not None:
-            network.install()
+            install_network_guard()
         if session.child_watch is not None:
             agent_commit()  # its ``git rev-parse`` (once per process) is ours, not a process the agent started
-            children.install()
+            install_child_watch()
         http = (
             activate(
                 options.http_routes,
@@ -328,11 +333,11 @@ class replay(Scope[ReplaySession, _Entered]):
             entered.http.close()
         current_replay.reset(entered.token)
         if not entered.session.recording:
-            trust.uninstall()
+            uninstall_trust_deferral()
         if entered.session.network_guard is not None:
-            network.uninstall()
+            uninstall_network_guard()
         if entered.session.child_watch is not None:
-            children.uninstall()
+            uninstall_child_watch()
         if entered.recorder is not None:
             entered.recorder.__exit__(type(error) if error else None, error, None)
             path = self._path() if entered.session.recording else None

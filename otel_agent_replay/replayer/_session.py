@@ -46,15 +46,14 @@ from otel_agent_replay.instrumentation import (
     start_step,
     tool_spec,
 )
+from otel_agent_replay.seal import ChildWatch, NetworkGuard, running_live
 from otel_agent_replay.tape import Step, Tape
 from otel_agent_replay.timetravel import Fork, ForkState
 
 from ._append import Appender
 from ._binding import RunBinder
-from ._children import ChildWatch
 from ._decide import Decider
 from ._doubles import make_double
-from ._hosts import NetworkGuard, running_live
 from ._index import rebuild_exception, recorded_result
 from ._ledger import Divergence, Ledger, ReplayStats
 from ._messages import outside_error, unused_error

@@ -28,7 +28,7 @@ from otel_agent_replay import agent_run, load_tape, record, replay
 from otel_agent_replay.core import SideEffectRefused
 from otel_agent_replay.instrumentation import agent_commit
 from otel_agent_replay.proxy import mitmdump
-from otel_agent_replay.replayer import _audit
+from otel_agent_replay.seal import _audit
 
 TESTS = Path(__file__).resolve().parent.parent
 

@@ -37,7 +37,7 @@ from otel_agent_replay import (
     replay,
 )
 from otel_agent_replay.core import ReplayWarning
-from otel_agent_replay.replayer import _audit
+from otel_agent_replay.seal import _audit
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""A replay defers the trust store a client loads when it is built (``replayer/_trust``): nothing is
+"""A replay defers the trust store a client loads when it is built (``seal/_trust``): nothing is
 parsed until the context is used, and a context that does connect verifies exactly as it would have.
 
 The TLS server is real (``keepalive_server`` on 127.0.0.1 with a certificate from trustme's CA).
@@ -20,7 +20,7 @@ from helpers.keepalive_server import KeepAlive, keepalive_server
 from helpers.pinged import ping, ping_tape
 
 from otel_agent_replay import agent_run, record, replay
-from otel_agent_replay.replayer._trust import DeferredTrustContext
+from otel_agent_replay.seal import DeferredTrustContext
 
 _C_CONTEXT: Any = ssl.SSLContext.__mro__[1]  # the C class: its methods read the store as it is
 
