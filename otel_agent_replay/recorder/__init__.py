@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._lock import DEFAULT_LOCK_TIMEOUT, Writing, hold_tape, lock_timeout_seconds
-from ._record import Recording, record
+from ._record import record
+from ._routing import Recording
 
 __all__ = ["DEFAULT_LOCK_TIMEOUT", "Recording", "Writing", "hold_tape", "lock_timeout_seconds", "record"]

@@ -1,6 +1,6 @@
 """``record(path)``: append the runs started inside it to a tape.
 
-The spans reach the tape through a span processor of our own that writes each span
+The spans reach the tape through a span processor of our own (``_routing``) that writes each span
 as it ends, in the thread that ends it: nothing waits in a queue that could drop it.
 One such processor (the router) is added once to the application's tracer provider
 and sends each span to the recording its run was started in; the provider is never
@@ -20,20 +20,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import threading
 import warnings
-import weakref
 from collections.abc import Iterable, Mapping
 from contextvars import Token
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Union
 
-from opentelemetry import context as otel_context
-from opentelemetry import trace
-from opentelemetry.context import Context
-from opentelemetry.exporter.agent_replay_tape import ExporterStats, TapeSpanExporter
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.exporter.agent_replay_tape import TapeSpanExporter
 
 from otel_agent_replay.capture import DEFAULT_REDACTOR, BlobStore, Capture, KeyRules, Limits, Redactor
 from otel_agent_replay.core import (
@@ -46,7 +39,6 @@ from otel_agent_replay.core import (
     TapeLock,
     project_settings,
 )
-from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import (
     current_recording,
     current_replay,
@@ -56,19 +48,18 @@ from otel_agent_replay.instrumentation import (
     warn_if_replay_active,
 )
 from otel_agent_replay.integrations import (
-    HttpActivation,
     HttpRoute,
     activate,
     mcp_side_effect_rules,
     side_effect_rules,
 )
-from otel_agent_replay.proxy import BlockChildren, JoinedBlock, Spawner, close_block, open_block
+from otel_agent_replay.proxy import JoinedBlock, close_block, open_block
 
-from ._foreign import ResourceRedaction, is_ours, is_run_span, redacted_span
 from ._lock import DEFAULT_LOCK_TIMEOUT, Writing, hold_tape, lock_timeout_seconds
+from ._routing import Recording, ensure_provider, router_for, set_up_here
 
 if TYPE_CHECKING:  # imported where used: a replay (or a test that only replays) loads no store and no OTLP exporter
-    from otel_agent_replay.backends import OtlpOption, OtlpProcessor, OtlpStats
+    from otel_agent_replay.backends import OtlpOption, OtlpProcessor
     from otel_agent_replay.store import Store
 
     from ._store_sink import StoreSink
@@ -77,142 +68,6 @@ _log = logging.getLogger(__name__)
 
 StoreOption = Union["Store", str, "os.PathLike[str]", None]
 """``record(store=...)``: a ``Store``, a SQLite path or a ``postgresql://`` URL, or None."""
-
-
-class Recording:
-    """An open recording: where its spans go and how values are captured."""
-
-    def __init__(
-        self,
-        path: Path,
-        exporter: TapeSpanExporter,
-        capture: Capture,
-        otlp: OtlpProcessor | None = None,
-        sink: StoreSink | None = None,
-    ) -> None:
-        self.path = path
-        self.exporter = exporter
-        self.capture = capture
-        self.otlp = otlp
-        """The OTLP side of this recording, or None when its spans go to the tape only."""
-        self.sink = sink
-        self._resource = ResourceRedaction(capture.redactor)
-        self.open = True
-        self.http: HttpActivation | None = None
-        """The patched HTTP capture points this recording holds (``record(http=False)``: None)."""
-        self.agent: str | None = None
-        """The agent of the block's implicit run (``record(agent=...)``; None: the test's or script's name)."""
-        self.otel_context = otel_context.get_current()
-        """The OpenTelemetry context the block was entered in: the implicit run's parent."""
-        self.lock: TapeLock | None = None
-        """The tape's one-writer lock, held from the block's start to its end."""
-        self.children: tuple[BlockChildren, Token[Spawner | None]] | None = None
-        """What processes started from the block get: the proxy, the channel of joined children (``proxy``)."""
-        self.unjoined: Token[Any] | None = None
-        """In a process that joined its parent's block (``proxy.JoinedBlock``), this block's calls are its own."""
-
-    @property
-    def store(self) -> Store | None:
-        """The evidence store each finished run is ingested into (``record(store=...)``), or None (also for a
-        store given by location until the recording's worker has opened it)."""
-        return None if self.sink is None else self.sink.store
-
-    @property
-    def stats(self) -> ExporterStats:
-        """The tape exporter's counters (written, pending, dropped, failures)."""
-        return self.exporter.stats
-
-    @property
-    def otlp_stats(self) -> OtlpStats | None:
-        """The OTLP counters (queued, exported, failed, unconfirmed, last error), or None without OTLP."""
-        return None if self.otlp is None else self.otlp.stats
-
-    def write(self, span: ReadableSpan) -> None:
-        """Append a finished span to the tape, then queue it for OTLP (which never blocks).
-
-        The application's own spans are redacted first (the SDK's are redacted as they are made),
-        then every span's resource (once per resource object; a clean one costs nothing more).
-        """
-        if not is_ours(span) or is_run_span(span):
-            # the run span too: the application may have set attributes on it (redaction is idempotent)
-            span = redacted_span(span, self.capture.redactor)
-        span = self._resource(span)
-        self.exporter.export((span,))
-        if self.otlp is not None:
-            self.otlp.on_end(span)
-        if self.sink is not None:
-            self.sink.on_end(span)
-
-
-class _Router(SpanProcessor):
-    """Sends the spans of recorded runs (and everything under them) to their recording."""
-
-    def __init__(self) -> None:
-        self._spans: dict[int, Recording] = {}
-
-    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        ctx = span.get_span_context()
-        parent = span.parent
-        rec = self._spans.get(parent.span_id) if parent is not None else None
-        if rec is None:
-            attrs = span.attributes
-            if attrs and attrs.get(A.GEN_AI_OPERATION_NAME) == A.OP_INVOKE_AGENT and A.RUN_ID in attrs:
-                found = current_recording.get()
-                rec = found if isinstance(found, Recording) else None
-        if rec is not None and rec.open:
-            self._spans[ctx.span_id] = rec
-
-    def on_end(self, span: ReadableSpan) -> None:
-        ctx = span.get_span_context()
-        if ctx is None:
-            return
-        rec = self._spans.pop(ctx.span_id, None)
-        if rec is not None:
-            rec.write(span)
-
-    def shutdown(self) -> None:
-        self._spans.clear()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True
-
-
-_routers: weakref.WeakKeyDictionary[TracerProvider, _Router] = weakref.WeakKeyDictionary()
-_ours: weakref.WeakSet[TracerProvider] = weakref.WeakSet()
-"""Providers ``record`` set up itself: only for these do the OTLP variables add an OTLP side."""
-_setup_lock = threading.Lock()
-
-
-def ensure_provider() -> TracerProvider:
-    """The application's SDK tracer provider, or a new one set up as the global provider."""
-    with _setup_lock:
-        current = trace.get_tracer_provider()
-        if isinstance(current, TracerProvider):
-            return current
-        if not isinstance(current, trace.ProxyTracerProvider):
-            raise ConfigurationError(
-                f"the application's tracer provider is a {type(current).__qualname__}, not the "
-                "OpenTelemetry SDK's TracerProvider, so record() cannot add its tape processor to it; "
-                "use opentelemetry.sdk.trace.TracerProvider"
-            )
-        provider = TracerProvider(resource=Resource.create())
-        trace.set_tracer_provider(provider)
-        current = trace.get_tracer_provider()
-        if not isinstance(current, TracerProvider):  # pragma: no cover - another thread won the race
-            raise ConfigurationError("the global tracer provider could not be set up")
-        if current is provider:
-            _ours.add(provider)
-        return current
-
-
-def _router_for(provider: TracerProvider) -> _Router:
-    with _setup_lock:
-        router = _routers.get(provider)
-        if router is None:
-            router = _Router()
-            provider.add_span_processor(router)
-            _routers[provider] = router
-        return router
 
 
 class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
@@ -330,12 +185,12 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
 
     def _begin(self, lock: TapeLock) -> tuple[Recording, tuple[Recording, Token[object | None]]]:
         provider = ensure_provider()
-        _router_for(provider)
+        router_for(provider)
         from otel_agent_replay.backends import otlp_processor
 
         otlp = otlp_processor(
             self.otlp,
-            provider_is_ours=provider in _ours,
+            provider_is_ours=set_up_here(provider),
             capture_content=self.otlp_content,
             flush_timeout=self.otlp_flush_timeout,
         )

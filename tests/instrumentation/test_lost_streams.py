@@ -11,7 +11,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_agent_replay import RecordingWarning, agent_run, record, tool
-from otel_agent_replay.recorder._record import ensure_provider
+from otel_agent_replay.recorder._routing import ensure_provider
 
 
 class _Failing(SpanProcessor):

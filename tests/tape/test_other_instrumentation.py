@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_agent_replay import AgentReplayWarning, agent_run, load_tape, record, replay, tool
 from otel_agent_replay.cli import main
-from otel_agent_replay.recorder._record import ensure_provider
+from otel_agent_replay.recorder._routing import ensure_provider
 
 
 def _no_warnings(block: Callable[[], object]) -> object:
