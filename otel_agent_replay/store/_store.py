@@ -2,157 +2,40 @@
 
 from __future__ import annotations
 
-import hashlib
-import math
 import os
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
-import orjson
-
 from otel_agent_replay.core import ConfigurationError
 from otel_agent_replay.tape import Tape
 
-from ._backend import Backend, RowTuple
+from ._backend import Backend
 from ._ingest import IngestResult, ingest_tape, normalise_tags, write_tags
 from ._postgres import PostgresBackend
 from ._schema import migrate, schema_version
+from ._session_rows import (
+    EvalRow,
+    Evaluation,
+    MessageRow,
+    SessionRow,
+    ToolCallRow,
+    check_evaluation,
+    columns,
+    eval_id_of,
+    eval_row,
+    session_row,
+)
 from ._sqlite import SqliteBackend
 
 __all__ = ["EvalRow", "Evaluation", "MessageRow", "SessionRow", "Store", "ToolCallRow", "open_store"]
 
-_PG_SCHEMES: Final = ("postgresql://", "postgres://")
-_STATUSES: Final = frozenset({"running", "success", "failed", "aborted"})
-
-
-@dataclass(frozen=True, slots=True)
-class SessionRow:
-    """One ``agent_session`` row (``tags`` and ``extra`` parsed from their JSON)."""
-
-    session_id: str
-    trace_id: str
-    agent_name: str
-    agent_version: str | None
-    task: str | None
-    input: str | None
-    """The run's input as JSON text."""
-    input_hash: str | None
-    started_at: int
-    finished_at: int | None
-    status: str
-    tags: tuple[str, ...]
-    extra: dict[str, Any]
-    latency_ms: float | None
-    """The run's duration (not a contract column: see ``_schema``)."""
-    case_id: str | None = None
-    """The recorded run this session ran again (a replay's ``replay_of``): its case; None for a recording."""
-    repetition: int | None = None
-    """Which repetition of its case this run was (``regress(..., repeat=k)``: 1 to k)."""
-
-
-@dataclass(frozen=True, slots=True)
-class MessageRow:
-    """One ``message`` row."""
-
-    msg_id: str
-    session_id: str
-    seq: int
-    role: str
-    content: str | None
-    tool_calls_json: str | None
-    created_at: int
-    step_seq: int
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallRow:
-    """One ``tool_call`` row."""
-
-    call_id: str
-    session_id: str
-    message_id: str | None
-    step_id: str
-    parent_step_id: str
-    seq: int
-    tool_name: str
-    tool_version: str | None
-    side_effect: str | None
-    call_key: str
-    arguments: str | None
-    result_json: str | None
-    latency_ms: float | None
-    status: str
-    error: str | None
-    created_at: int
-
-
-@dataclass(frozen=True, slots=True)
-class EvalRow:
-    """One ``eval_record`` row (``pass`` is ``passed`` here: ``pass`` is a Python keyword)."""
-
-    eval_id: str
-    session_id: str
-    tool_call_id: str | None
-    case_group: str | None
-    metric: str
-    score: float | None
-    passed: bool | None
-    judge_model: str | None
-    criteria_version: str | None
-    created_at: int
-    explanation: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class Evaluation:
-    """One evaluation of a session (or of one of its tool calls), as an evaluator returns it."""
-
-    metric: str
-    score: float | None = None
-    passed: bool | None = None
-    judge_model: str | None = None
-    """The model that judged (an LLM judge), or None for a rule."""
-    criteria_version: str | None = None
-    explanation: str | None = None
-    tool_call_id: str | None = None
-    case_group: str | None = None
-
-
 RowT = TypeVar("RowT")
 
-
-def _columns(cls: type[Any]) -> str:
-    return ", ".join("pass" if f.name == "passed" else f.name for f in fields(cls))
-
-
-def _session(row: RowTuple) -> SessionRow:
-    values = list(row)
-    values[10] = tuple(orjson.loads(values[10] or "[]"))
-    values[11] = orjson.loads(values[11] or "{}")
-    return SessionRow(*values)
-
-
-def _eval(row: RowTuple) -> EvalRow:
-    values = list(row)
-    values[6] = None if values[6] is None else bool(values[6])
-    return EvalRow(*values)
-
-
-def eval_id_of(session_id: str, evaluation: Evaluation) -> str:
-    """The natural key of an evaluation: the same judgement of the same thing under the same criteria."""
-    parts = (
-        session_id,
-        evaluation.tool_call_id,
-        evaluation.metric,
-        evaluation.judge_model,
-        evaluation.criteria_version,
-        evaluation.case_group,
-    )
-    return hashlib.sha256(orjson.dumps(parts)).hexdigest()[:32]
+_PG_SCHEMES: Final = ("postgresql://", "postgres://")
+_STATUSES: Final = frozenset({"running", "success", "failed", "aborted"})
 
 
 class Store:
@@ -251,7 +134,7 @@ class Store:
         rows = []
         now = int(time.time() * 1000)
         for ev in evaluations:
-            _check_evaluation(session_id, ev)
+            check_evaluation(session_id, ev)
             rows.append(
                 (
                     eval_id_of(session_id, ev),
@@ -278,7 +161,7 @@ class Store:
                         f"(tool_call_id is '<session_id>:<seq>'; see Store.tool_calls)"
                     )
             tx.executemany(
-                f"INSERT INTO eval_record ({_columns(EvalRow)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                f"INSERT INTO eval_record ({columns(EvalRow)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (eval_id) DO UPDATE SET score = excluded.score, pass = excluded.pass, "
                 "created_at = excluded.created_at, explanation = excluded.explanation",
                 rows,
@@ -298,10 +181,10 @@ class Store:
     def session(self, session_id: str) -> SessionRow:
         """One session; ``KeyError`` when the store has none with this id."""
         with self._backend.read() as tx:
-            rows = tx.fetchall(f"SELECT {_columns(SessionRow)} FROM agent_session WHERE session_id = ?", (session_id,))
+            rows = tx.fetchall(f"SELECT {columns(SessionRow)} FROM agent_session WHERE session_id = ?", (session_id,))
         if not rows:
             raise KeyError(f"no session {session_id!r} in the evidence store {self.location!r}")
-        return _session(rows[0])
+        return session_row(rows[0])
 
     def sessions(
         self,
@@ -315,10 +198,10 @@ class Store:
         if status is not None and status not in _STATUSES:
             raise ConfigurationError(f"status {status!r} is not one of {sorted(_STATUSES)}")
         where, params = session_filter(tag=tag, agent_name=agent_name, agent_version=agent_version, status=status)
-        cols = ", ".join(f"s.{c}" for c in _columns(SessionRow).split(", "))
+        cols = ", ".join(f"s.{c}" for c in columns(SessionRow).split(", "))
         with self._backend.read() as tx:
             rows = tx.fetchall(f"SELECT {cols} FROM agent_session s{where} ORDER BY s.started_at, s.session_id", params)
-        return [_session(r) for r in rows]
+        return [session_row(r) for r in rows]
 
     def messages(self, session_id: str) -> list[MessageRow]:
         """A session's transcript, in seq order."""
@@ -332,14 +215,14 @@ class Store:
         """A session's evaluations, oldest first."""
         with self._backend.read() as tx:
             rows = tx.fetchall(
-                f"SELECT {_columns(EvalRow)} FROM eval_record WHERE session_id = ? ORDER BY created_at, eval_id",
+                f"SELECT {columns(EvalRow)} FROM eval_record WHERE session_id = ? ORDER BY created_at, eval_id",
                 (session_id,),
             )
-        return [_eval(r) for r in rows]
+        return [eval_row(r) for r in rows]
 
     def _rows(self, cls: type[RowT], table: str, session_id: str) -> list[RowT]:
         with self._backend.read() as tx:
-            rows = tx.fetchall(f"SELECT {_columns(cls)} FROM {table} WHERE session_id = ? ORDER BY seq", (session_id,))
+            rows = tx.fetchall(f"SELECT {columns(cls)} FROM {table} WHERE session_id = ? ORDER BY seq", (session_id,))
         return [cls(*r) for r in rows]
 
     def span_lines(self, session_id: str) -> list[str]:
@@ -378,18 +261,6 @@ def session_filter(
             clauses.append(f"{alias}.{column} = ?")
             params.append(value)
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
-
-
-def _check_evaluation(session_id: str, ev: Evaluation) -> None:
-    where = f"evaluation {ev.metric!r} of session {session_id!r}"
-    if not isinstance(ev.metric, str) or not ev.metric.strip():
-        raise ConfigurationError(f"evaluation of session {session_id!r}: metric must be a non-empty name")
-    if ev.score is not None and (
-        isinstance(ev.score, bool) or not isinstance(ev.score, (int, float)) or not math.isfinite(ev.score)
-    ):
-        raise ConfigurationError(f"{where}: score {ev.score!r} is not a finite number (or None)")
-    if ev.passed is not None and not isinstance(ev.passed, bool):
-        raise ConfigurationError(f"{where}: passed {ev.passed!r} must be True, False or None")
 
 
 def open_store(path_or_url: str | os.PathLike[str]) -> Store:
