@@ -57,7 +57,8 @@ QUERY = "refund policy"
 LIMIT = 5
 
 TARGET_STEP_RATIO = 2.5
-TARGET_LOAD_MBPS = 250.0
+TARGET_LOAD_MBPS = 400.0
+"""Issue 34: ``load_tape`` ≥ 400 MB/s on 1.8 KB spans (issues 15 and 20 asked 250)."""
 TARGET_LOAD_PEAK = 2.0
 TARGETS = {
     "recorded_step_ratio_max": TARGET_STEP_RATIO,
@@ -782,6 +783,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         __doc__, "smaller sizes (10k burst, 5 MB tapes)", "also print a cProfile of recorded steps"
     )
     parser.add_argument("--load-memory", metavar="PATH", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--only", choices=("load",), help="only section 4 (load_tape), after the set-up it needs: about 1 minute"
+    )
     args = parser.parse_args(argv)
     if args.load_memory:
         load_memory_child(args.load_memory)
@@ -798,13 +802,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         bench = Bench(plan, work, shm)
         print(f"benchmark ({plan.mode}) in {work}" + (f" and {shm}" if shm else ""), file=sys.stderr)
         bench.setup()
-        bench.per_call()
-        bench.burst()
-        spans = bench.capture_spans()
-        bench.exporter(spans)
-        bench.load()
-        bench.breakdown(spans)
-        profile = profile_step(shm, work) if args.profile else ""
+        if args.only == "load":
+            bench.load()
+            profile = ""
+        else:
+            bench.per_call()
+            bench.burst()
+            spans = bench.capture_spans()
+            bench.exporter(spans)
+            bench.load()
+            bench.breakdown(spans)
+            profile = profile_step(shm, work) if args.profile else ""
     benchlib.conclude(bench.report, render, time.perf_counter() - started, args.json, TARGETS, profile)
     return 0
 

@@ -14,6 +14,8 @@ In one process it measures:
    tool's result) on each shape of ``redact_corpus.shapes()`` (about 100 KB of JSON each: catalogue rows,
    prose, log lines, source code, HTML, configuration files, base64 media), in MB of JSON a second of
    CPU time (best of the repetitions; CPU time, so the other load of a shared machine changes it less);
+   beside it, "fresh": the best of capturing documents of the same shape from other seeds once each, whose
+   ids, digests and runs no cache has seen (what an agent's next result costs; the target is on the first);
 2. **the 4 KB step**: ``@tool`` + ``agent_run`` inside ``record(path)`` (the tape written to disk, the
    application's provider a ``BatchSpanProcessor`` to a discarding exporter) returning 50 small rows
    (about 4 KB of JSON), against a bare span (``start_as_current_span("x")``, no attributes) on the same
@@ -67,13 +69,26 @@ def _cpu_best(fn: Any, number: int, repeat: int) -> float:
     return best
 
 
+def _cpu_first(values: list[Any]) -> float:
+    """Best CPU seconds of capturing each of ``values`` once (each a document never captured before)."""
+    best = float("inf")
+    for value in values:
+        start = time.process_time()
+        capture_result(value, DEFAULT_CAPTURE)
+        best = min(best, time.process_time() - start)
+    return best
+
+
 def throughput(quick: bool) -> list[dict[str, Any]]:
     rows = []
+    fresh = [redact_corpus.shapes(seed=seed) for seed in range(31, 34 if quick else 36)]
     for name, value in redact_corpus.shapes().items():
         size = len(orjson.dumps(value))
         number, repeat = (3, 3) if quick else (10, 5)
         seconds = _cpu_best(lambda value=value: capture_result(value, DEFAULT_CAPTURE), number, repeat)
-        rows.append({"shape": name, "bytes": size, "ms": seconds * 1e3, "mb_s": size / seconds / MB})
+        first = _cpu_first([shapes[name] for shapes in fresh])
+        mb_s, fresh_mb_s = size / seconds / MB, size / first / MB
+        rows.append({"shape": name, "bytes": size, "ms": seconds * 1e3, "mb_s": mb_s, "fresh_mb_s": fresh_mb_s})
     return rows
 
 
@@ -158,13 +173,13 @@ def main() -> int:
     shapes = throughput(args.quick)
     stepped = step(args.quick)
     ok = True
-    print(f"{'shape':<22} {'KB':>7} {'ms':>8} {'MB/s':>8}  target >= {MIN_MB_S:.0f} MB/s")
+    print(f"{'shape':<22} {'KB':>7} {'ms':>8} {'MB/s':>8} {'fresh':>8}  target >= {MIN_MB_S:.0f} MB/s")
     for row in shapes:
         passed = row["mb_s"] >= MIN_MB_S
         ok &= passed
         print(
-            f"{row['shape']:<22} {row['bytes'] / 1e3:7.1f} {row['ms']:8.3f} {row['mb_s']:8.1f}  "
-            f"{'PASS' if passed else 'FAIL'}"
+            f"{row['shape']:<22} {row['bytes'] / 1e3:7.1f} {row['ms']:8.3f} {row['mb_s']:8.1f} "
+            f"{row['fresh_mb_s']:8.1f}  {'PASS' if passed else 'FAIL'}"
         )
     passed = stepped["ratio"] <= MAX_STEP_RATIO
     ok &= passed

@@ -32,6 +32,11 @@ node_openai_spec="openai@6.9.1"
 node_claude_code_spec="@anthropic-ai/claude-code@2.1.112"
 claude_venv="${AGENT_REPLAY_CLAUDE_VENV:-$venv-claude}"
 claude_spec="claude-agent-sdk==0.1.61 mcp>=1.20,<2"
+# google-adk, a whole agent framework of tests/integrations/test_google_adk.py: its releases pin google-genai<3
+# and opentelemetry-sdk<=1.44, below the project's own pins, so it lives in a venv of its own with this
+# checkout (AGENT_REPLAY_ADK_PYTHON), pinned exactly like the other large frameworks.
+adk_venv="${AGENT_REPLAY_ADK_VENV:-$venv-adk}"
+adk_spec="google-adk==2.13.0"
 python="${PYTHON:-python3}"
 
 ensure_venv() {
@@ -69,6 +74,14 @@ ensure_test_tools() {
         echo "$mcp1_spec" > "$mcp1_venv/.installed"
     fi
     export AGENT_REPLAY_MCP1_PYTHON="$mcp1_venv/bin/python"
+    if [ ! -x "$adk_venv/bin/python" ] || [ "$(cat "$adk_venv/.installed" 2>/dev/null)" != "$adk_spec" ] \
+        || [ pyproject.toml -nt "$adk_venv/.installed" ]; then
+        "$python" -m venv "$adk_venv"
+        "$adk_venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+            -e exporters/opentelemetry-exporter-agent-replay-tape -e . "$adk_spec"
+        echo "$adk_spec" > "$adk_venv/.installed"
+    fi
+    export AGENT_REPLAY_ADK_PYTHON="$adk_venv/bin/python"
     if [ ! -x "$mitmproxy_venv/bin/mitmdump" ] || [ "$(cat "$mitmproxy_venv/.installed" 2>/dev/null)" != "$mitmproxy_spec" ]; then
         "$python" -m venv "$mitmproxy_venv"
         "$mitmproxy_venv/bin/python" -m pip install --quiet --disable-pip-version-check "$mitmproxy_spec"

@@ -15,6 +15,7 @@ from ._canonical import (
     key_from_json,
     make_binder,
     normalize,
+    to_jsonable,
 )
 from ._describe import UNNAMED, Description, class_name, describe, exception_facts
 from ._keys import (
@@ -88,6 +89,7 @@ __all__ = [
     "normalize",
     "rebuild",
     "rebuild_exception_as",
+    "to_jsonable",
     "usage_tokens",
     "without",
 ]

@@ -141,10 +141,37 @@ def _media(token: str) -> bool:
     return raw.startswith(_SIGNATURES)
 
 
+# Each character as its class (lower, upper, digit); the other token characters ("+/=" of base64, "-_" of a
+# url-safe token, ".~") are dropped: neither a word break nor a change. Anything else stays as itself.
+_CLASSES: Final = str.maketrans(
+    {
+        **{c: "a" for c in "abcdefghijklmnopqrstuvwxyz"},
+        **{c: "A" for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"},
+        **{c: "0" for c in "0123456789"},
+        **{c: None for c in "+/=_-.~"},
+    }
+)
+
+
 def _segment_key_like(token: str) -> bool:
     n = len(token)
     if _HEX.fullmatch(token) or _NUMBERISH.fullmatch(token):
         return False
+    classes = token.translate(_CLASSES)
+    digits = classes.count("0")
+    letters = classes.count("a") + classes.count("A")
+    if digits + letters != len(classes):
+        return _segment_key_like_by_char(token)  # a character outside the token alphabet
+    # a change is a character of another class than the last one counted (the first counts)
+    changes = sum(map(str.__ne__, classes, classes[1:])) + 1 if classes else 0
+    if digits < 2 or letters < 2 or changes < 0.3 * n:
+        return False
+    return _entropy(token) >= (3.2 if n >= 40 else 3.5)
+
+
+def _segment_key_like_by_char(token: str) -> bool:
+    """``_segment_key_like`` one character at a time (for a token with characters outside the token alphabet)."""
+    n = len(token)
     digits = letters = changes = 0
     last = -1
     for char in token:

@@ -38,8 +38,9 @@ def scan_lines(
     """The JSON string ``text[start:end + 1]`` (quotes included) with its dirty lines decided, as JSON text;
     ``None`` when it must be decided whole. ``positions``: every finding of the text (sorted); ``detected``:
     those the detector made."""
-    if end - start < _MIN_CHARS or "\\n" not in text[start:end] or "\\\\" in text[start:end]:
-        return None
+    find = text.find
+    if end - start < _MIN_CHARS or find("\\n", start, end) < 0 or find("\\\\", start, end) >= 0:
+        return None  # (searched in place: no copy of the string for it)
     first, last = bisect_left(positions, start), bisect_right(positions, end)
     if any(positions[i] in detected for i in range(first, last)):
         return None

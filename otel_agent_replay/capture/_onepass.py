@@ -63,6 +63,11 @@ _GATE: Any = re2.compile(
 )
 # The gate for ASCII text (the usual JSON), as bytes: RE2's binding converts every match's offsets for ``str``.
 _GATE_BYTES: Any = re2.compile(_GATE.pattern.encode("ascii"))
+# The compiled RE2 object's own search (the binding keeps it as ``_regexp``), when this version of the binding has it.
+_GATE_MATCH: Any = getattr(getattr(_GATE_BYTES, "_regexp", None), "Match", None)
+_UNANCHORED: Any = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
+if _UNANCHORED is None:
+    _GATE_MATCH = None
 _STRUCTURE_START: Final = frozenset(('"{', '"[', '"d', '"e', '"i', '"$', '"c'))
 _SHORT_LIST = re.compile(r'\["[^"\\]{0,32}"(?:,"[^"\\]{0,32}")+\]')
 _BASE64_TEXT = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
@@ -85,19 +90,23 @@ def _key_like_run(run: str) -> bool:
     return found
 
 
-def _runs(text: str) -> list[tuple[int, int]]:
-    """The (start, end) of every run of 20 or more token characters in ``text``."""
-    if not text.isascii():
-        return [match.span() for match in RUN.finditer(text)]
-    mapped = text.encode("ascii").translate(_TO_RUNS)
-    out = []
+def _runs(text: str, data: bytes | None = None) -> list[tuple[int, int]]:
+    """The (start, end) of every run of 20 or more token characters in ``text``; ``data``: its ASCII bytes,
+    when it is ASCII and they are at hand."""
+    if data is None:
+        if not text.isascii():
+            return [match.span() for match in RUN.finditer(text)]
+        data = text.encode("ascii")
+    mapped = data.translate(_TO_RUNS)
+    out: list[tuple[int, int]] = []
+    append = out.append
     find = mapped.find
     at = find(_RUN_NEEDLE)
     while at >= 0:
         end = find(b" ", at + 16)
         if end < 0:
             end = len(mapped)
-        out.append((at, end))
+        append((at, end))
         at = find(_RUN_NEEDLE, end)
     return out
 
@@ -118,31 +127,35 @@ def dirty_positions(
         structure = []
     if len(text) < 5:
         return found
-    for secret in DETECTOR.known_tokens(text) if len(text) >= 16 else ():
+    data = text.encode("ascii") if text.isascii() else None  # the usual JSON: its bytes are searched once
+    for secret in DETECTOR.known_tokens(text, data) if len(text) >= 16 else ():
         at = text.find(secret)
         while at >= 0:
             found.append(at)
             if detected is not None:
                 detected.add(at)
             at = text.find(secret, at + len(secret))
-    for at in _gate_starts(text):
+    for at in _gate_starts(text, data):
         if text[at] == '"' and text[at : at + 2] in _STRUCTURE_START and _STRUCTURE_RE.match(text, at):
             if text[at + 1] not in "{[" or _json_inside(text, at):
                 structure.append(at)
         else:
             found.append(at)
-    for start, end in _runs(text):
-        while start < end and text[start - 1 : start] == "\\" and _escaped(text, start - 1):
-            start += 5 if text[start] == "u" else 1  # the letters of an escape (\n, \u00e9) are not the token's
-        if end - start < 16:
-            continue
+    escapes = "\\" in text
+    verdicts = _RUN_VERDICTS
+    for start, end in _runs(text, data):
+        if escapes:
+            while start < end and text[start - 1 : start] == "\\" and _escaped(text, start - 1):
+                start += 5 if text[start] == "u" else 1  # the letters of an escape (\n, \u00e9) are not the token's
+            if end - start < 16:
+                continue
         run = text[start:end]
         if depth == 0:
-            verdict = _RUN_VERDICTS.get(run)
+            verdict = verdicts.get(run)
             if verdict is None:
-                if len(_RUN_VERDICTS) >= _JUDGED_SIZE:
-                    _RUN_VERDICTS.clear()  # bounded: runs are data
-                verdict = _RUN_VERDICTS[run] = tuple(_run_findings(compiled, run, depth))
+                if len(verdicts) >= _JUDGED_SIZE:
+                    verdicts.clear()  # bounded: runs are data
+                verdict = verdicts[run] = tuple(_run_findings(compiled, run, depth))
             if verdict:
                 found.extend(start + offset for offset in verdict)
         else:
@@ -173,6 +186,9 @@ def _json_inside(text: str, at: int) -> bool:
     end = text.find('"', at + 1)
     while end > 0 and text[end - 1] == "\\" and _escaped(text, end - 1):
         end = text.find('"', end + 1)
+    last = text[end - 1 : end]
+    if last not in "]} " and text[end - 2 : end - 1] != "\\" and text[end - 6 : end - 4] != "\\u":
+        return False  # JSON ends with ``]``, ``}`` or white space (`` ``, ``\\n`` …), not INI's ``[server]\\n…``
     try:
         inner = orjson.loads(text[at : end + 1])
         orjson.loads(inner)
@@ -181,9 +197,23 @@ def _json_inside(text: str, at: int) -> bool:
     return True
 
 
-def _gate_starts(text: str) -> list[int]:
-    """Where the gate matches in ``text``. On ASCII text (the usual JSON) the bytes are searched, whose offsets
-    are the characters'."""
+def _gate_starts(text: str, data: bytes | None = None) -> list[int]:
+    """Where the gate matches in ``text``. On ASCII text (the usual JSON) its bytes (``data``) are searched,
+    whose offsets are the characters'."""
+    if data is not None:
+        if _GATE_MATCH is None:
+            return [match.start() for match in _GATE_BYTES.finditer(data)]
+        # RE2's own search, called directly: the binding's ``finditer`` builds a match object per hit, which is
+        # most of the gate's cost on a text with hundreds of hits (configuration files naming a password).
+        out: list[int] = []
+        pos, size = 0, len(data)
+        while pos <= size:
+            start, end = _GATE_MATCH(_UNANCHORED, data, pos, size)[0]
+            if start < 0:
+                break
+            out.append(start)
+            pos = end if end > pos else pos + 1
+        return out
     if text.isascii():
         return [match.start() for match in _GATE_BYTES.finditer(text.encode("ascii"))]
     return [match.start() for match in _GATE.finditer(text)]
@@ -199,9 +229,9 @@ def _escaped(text: str, at: int) -> bool:
 
 def needs_structure(compiled: CompiledRules, text: str, names: Collection[str] | None, structure: list[int]) -> bool:
     """Whether redacting ``text`` needs the value's structure (the walk), not only its strings."""
-    if structure or not compiled.defaults or "\\\\" in text:
+    if structure or not compiled.defaults or ("\\" in text and "\\\\" in text):
         return True
-    if '["' in text:
+    if "[" in text and '["' in text:  # (one-character searches first: they are memchr's)
         for match in _SHORT_LIST.finditer(text):
             if " " in match.group() or "\\n" in match.group():
                 return True  # a list of short text pieces: a stream's deltas, read whole by the walk

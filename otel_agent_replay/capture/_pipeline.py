@@ -181,7 +181,16 @@ def capture_result(result: object, capture: Capture) -> CapturedResult:
 def _no_long_string(text: str, limit: int) -> bool:
     """Whether no string of compact JSON ``text`` can be longer than ``limit`` (no stretch between two quotes
     is); text with escaped quotes is not decided here (False), as a string may then span several stretches."""
-    return '\\"' not in text and max(map(len, text.split('"'))) <= limit
+    if '\\"' in text:
+        return False
+    # A stretch longer than ``limit`` holds a whole window of ``limit // 2`` characters starting at a multiple
+    # of it: when every such window has a quote, no stretch is that long (a few ``find``s, no split of the text).
+    half = max(1, limit // 2)
+    find = text.find
+    for start in range(0, len(text) - half + 1, half):
+        if find('"', start, start + half) < 0:
+            return max(map(len, text.split('"'))) <= limit
+    return True
 
 
 def usage_tokens(result: object) -> tuple[int | None, int | None]:

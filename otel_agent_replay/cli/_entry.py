@@ -26,9 +26,9 @@ DESCRIPTION = "Record AI agent runs as OpenTelemetry spans; look at the tapes."
 COMMANDS: dict[str, tuple[str, str]] = {
     "show": ("_main", "print each run of a tape as a tree of steps"),
     "demo": ("_main", "record a four-step demo agent, then replay it: as recorded, with drift, a miss, an override"),
-    "diff": ("_regress", "compare two runs (or tapes, run by run)"),
-    "stats": ("_regress", "per tool: calls, error rate, latency, retries, side effects"),
-    "check": ("_regress", "check tapes: format, unredacted secrets, staleness, tool versions"),
+    "diff": ("_diff", "compare two runs (or tapes, run by run)"),
+    "stats": ("_stats", "per tool: calls, error rate, latency, retries, side effects"),
+    "check": ("_check", "check tapes: format, unredacted secrets, staleness, tool versions"),
     "push": (
         "_backends",
         "send a tape's spans to an OTLP endpoint (ids, parents, times kept): view it in Jaeger later",

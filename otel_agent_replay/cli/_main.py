@@ -1,6 +1,6 @@
-"""The commands ``show`` and ``demo`` (the others: ``diff``, ``stats``, ``check`` in ``_regress``; ``push``,
-``pull`` in ``_backends``; ``ingest``, ``report``, ``golden`` in ``_store``; ``regress`` in ``_regression``;
-``conform`` in ``_conform``). The command's entry point, ``main``, is in ``_entry``.
+"""The commands ``show`` and ``demo`` (the others: ``diff`` in ``_diff``, ``stats`` in ``_stats``, ``check`` in
+``_check``; ``push``, ``pull`` in ``_backends``; ``ingest``, ``report``, ``golden`` in ``_store``; ``regress``
+in ``_regression``; ``conform`` in ``_conform``). The command's entry point, ``main``, is in ``_entry``.
 """
 
 from __future__ import annotations

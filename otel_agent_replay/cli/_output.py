@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -40,3 +41,22 @@ def dump_json(data: Any) -> None:
     """Write ``data`` as indented JSON and a newline to standard output (exact: nothing is escaped but JSON's own)."""
     sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
     sys.stdout.flush()
+
+
+_PROGRESS_TAPES = 4
+_PROGRESS_BYTES = 20 * 1024 * 1024
+
+
+def with_progress(paths: list[str], err: Console) -> Iterator[str]:
+    """Yield the paths, showing a progress bar on a terminal when there are many or large tapes."""
+    sizes = [Path(p).stat().st_size if Path(p).exists() else 0 for p in paths]
+    if err.is_terminal and (len(paths) >= _PROGRESS_TAPES or sum(sizes) >= _PROGRESS_BYTES):
+        from rich.progress import Progress  # only on a terminal with much to read
+
+        with Progress(console=err, transient=True) as progress:
+            task = progress.add_task("reading tapes", total=sum(sizes) or len(paths))
+            for path, size in zip(paths, sizes, strict=True):
+                yield path
+                progress.advance(task, size or 1)
+        return
+    yield from paths

@@ -103,7 +103,7 @@ def _run(words: list[str], proxy: ChildProxy) -> int:
     return status if status >= 0 else 128 - status
 
 
-def _run_in(run: RunHandle, words: list[str], proxy: ChildProxy) -> int:
+def run_command(run: RunHandle, words: list[str], proxy: ChildProxy) -> int:
     """The command run through the proxy as the run's process: its command and pid on the run span."""
     run.span.set_attribute(A.PROCESS_COMMAND, proxy.process.command)
     status = _run(words, proxy)
@@ -120,7 +120,7 @@ def _cmd_record(args: argparse.Namespace, out: Console, err: Console) -> int:
         agent_run(name, task=shlex.join(words)) as run,
         ChildProxy(os.environ, command=shlex.join(words)) as proxy,
     ):
-        status = _run_in(run, words, proxy)
+        status = run_command(run, words, proxy)
     err.print(f"recorded {escape(name)} to {escape(str(args.tape))} (the command exited {status})")
     return status
 
@@ -139,6 +139,8 @@ def _cmd_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
         options["passthrough"] = args.passthrough
     if args.allow_unused:
         options["allow_unused"] = True
+    if args.pace != "none":
+        options["pace"] = args.pace
     status = 0
     session = None
     try:
@@ -147,7 +149,7 @@ def _cmd_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
             agent_run(name, task=shlex.join(words)) as run,
             ChildProxy(os.environ, command=shlex.join(words)) as proxy,
         ):
-            status = _run_in(run, words, proxy)
+            status = run_command(run, words, proxy)
     except AgentReplayError as exc:
         if session is None:
             raise  # the tape could not be read, or an option is wrong: a usage error (2)
@@ -216,3 +218,9 @@ def _replay_options(rep: Any) -> None:
         "--then", choices=("raise", "live"), default="raise", help="at the first divergence: fail (default), go live"
     )
     rep.add_argument("--allow-unused", action="store_true", help="recorded steps may go unused")
+    rep.add_argument(
+        "--pace",
+        choices=("none", "recorded"),
+        default="none",
+        help="recorded: a stream's chunks reach the command at their recorded offsets (default: at once)",
+    )

@@ -30,10 +30,11 @@ from rich.markup import escape
 
 from otel_agent_replay.comparison import RunView
 from otel_agent_replay.core import ConfigurationError, visible
-from otel_agent_replay.regression import Evaluator, RegressResult, no_out_of_bounds, regress, rescore, tool_success
+from otel_agent_replay.regression import Evaluator, no_out_of_bounds, regress, rescore, tool_success
 from otel_agent_replay.store import CaseVerdict, Evaluation, Store, report_rows
 
 from ._output import dump_json
+from ._regress_output import print_cases, result_json
 from ._store import (
     DB_HELP,
     STORE_EPILOG,
@@ -104,30 +105,6 @@ def _evaluators(specs: list[str] | None) -> list[Evaluator]:
     return out
 
 
-def _case_json(result: RegressResult) -> list[dict[str, Any]]:
-    return [
-        {
-            "recorded_session": c.recorded_session,
-            "tape": c.tape,
-            "session_id": c.session_id,
-            "status": c.status,
-            "passed": c.passed,
-            "outcome": c.outcome,
-            "divergences": c.divergences,
-            "drift": c.drift,
-            "out_of_bounds": list(c.out_of_bounds),
-            "error": c.error,
-            "problems": list(c.problems),
-            "repetition": c.repetition,
-            "evaluations": [
-                {"metric": e.metric, "score": e.score, "passed": e.passed, "explanation": e.explanation}
-                for e in c.evaluations
-            ],
-        }
-        for c in result.cases
-    ]
-
-
 def _cmd_regress(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.threshold and args.rescore:
         err.print("[red]error:[/red] --threshold goes with a regression run, not --rescore (use report --compare)")
@@ -165,9 +142,9 @@ def _cmd_regress(args: argparse.Namespace, out: Console, err: Console) -> int:
         )
         baseline = args.baseline or result.baseline
         if args.json:
-            dump_json(_result_json(result, baseline))
+            dump_json(result_json(result, baseline))
         else:
-            _print_cases(result, out)
+            print_cases(result, out)
         if baseline is not None and args.baseline is None and not store.sessions(agent_version=baseline):
             if not args.json:  # the recorded runs' version, never stored (a suite recorded by hand)
                 given = args.suite or "SUITE"
@@ -204,33 +181,6 @@ def _cmd_regress(args: argparse.Namespace, out: Console, err: Console) -> int:
     return with_store(args, err, work)
 
 
-def _result_json(result: RegressResult, baseline: str | None) -> dict[str, Any]:
-    return {
-        "agent_version": result.agent_version,
-        "baseline": baseline,
-        "criteria_version": result.criteria_version,
-        "repeat": result.repeat,
-        "shard": None if result.shard is None else f"{result.shard[0]}/{result.shard[1]}",
-        "out_of_bounds_calls": result.out_of_bounds_calls,
-        "runs": {"passed": len(result.passed), "failed": len(result.failed), "error": len(result.errored)},
-        "divergences": result.divergences,
-        "by_case": [
-            {
-                "recorded_session": c.recorded_session,
-                "runs": c.runs,
-                "passes": c.passes,
-                "fails": c.fails,
-                "errors": c.errors,
-                "divergences": c.divergences,
-                "failed_repetitions": list(c.failed_repetitions),
-                "errored_repetitions": list(c.errored_repetitions),
-            }
-            for c in result.by_case()
-        ],
-        "cases": _case_json(result),
-    }
-
-
 def _regressed_quietly(
     store: Store, args: argparse.Namespace, compare: tuple[str, str], fail_on: tuple[CaseVerdict, ...]
 ) -> int:
@@ -243,80 +193,6 @@ def _regressed_quietly(
         rule=verdict_rule(args),
     )
     return 1 if report.regressed or report.failing(fail_on) else 0
-
-
-def _tally(result: RegressResult) -> str:
-    """``8 passed, 3 failed, 1 error (a judge could not judge)`` of a regress call's runs."""
-    text = f"{len(result.passed)} passed, {len(result.failed)} failed"
-    if result.errored:
-        text += f", [red]{len(result.errored)} error[/red] (not judged)"
-    return text
-
-
-def _divergences(result: RegressResult) -> str:
-    drift = sum(c.drift for c in result.cases)
-    return (
-        f"{result.out_of_bounds_calls} out-of-bounds call(s), {drift} drifted call(s) "
-        f"({result.divergences} divergence(s) answered and counted)"
-    )
-
-
-def _print_problems(result: RegressResult, out: Console) -> None:
-    """The first lines of what went wrong, each once: the agent's errors, then the judges'."""
-    seen = sorted({c.error.splitlines()[0] for c in result.cases if c.error})[:5]
-    for text in seen:
-        out.print(f"      [yellow]{escape(visible(text, newlines=False))}[/yellow]")
-    for problem in sorted({p for c in result.cases for p in c.problems})[:5]:
-        out.print(f"      [red]error:[/red] {escape(visible(problem, newlines=False))}")
-
-
-def _print_repeated(result: RegressResult, out: Console) -> None:
-    per_case = result.by_case()
-    runs = sum(c.runs for c in per_case)
-    shard = f" (shard {result.shard[0]}/{result.shard[1]})" if result.shard else ""
-    out.print(
-        f"[bold]regress[/bold] {escape(visible(result.agent_version))} on {len(per_case)} recorded session(s)"
-        f"{shard}, {result.repeat} run(s) each: of {runs} run(s) {_tally(result)}; {_divergences(result)}"
-    )
-    for c in per_case:
-        if c.errors:
-            mark = "[red]error[/red]"
-        elif c.passes == c.runs:
-            mark = "[green]pass[/green]"
-        else:
-            mark = "[yellow]some[/yellow]" if c.passes else "[red]fail[/red]"
-        failed = f"  failed repetitions: {', '.join(map(str, c.failed_repetitions))}" if c.failed_repetitions else ""
-        errored = f"  not judged: {', '.join(map(str, c.errored_repetitions))}" if c.errored_repetitions else ""
-        out.print(
-            f"  {mark} {escape(visible(c.recorded_session))}: {c.passes}/{c.runs} passed, {c.errors} error, "
-            f"{c.divergences} divergence(s){failed}{errored}"
-        )
-    _print_problems(result, out)
-
-
-def _print_cases(result: RegressResult, out: Console) -> None:
-    if result.repeat > 1:
-        _print_repeated(result, out)
-        return
-    baseline = f" (baseline {escape(visible(result.baseline))})" if result.baseline else ""
-    out.print(
-        f"[bold]regress[/bold] {escape(visible(result.agent_version))} on {len(result.cases)} recorded session(s)"
-        f"{baseline}: {_tally(result)}, {_divergences(result)}"
-    )
-    for c in result.cases:
-        mark = {"pass": "[green]pass[/green]", "fail": "[red]fail[/red]", "error": "[red]error[/red]"}[c.outcome]
-        oob = f"  out of bounds: {escape(visible(', '.join(c.out_of_bounds)))}" if c.out_of_bounds else ""
-        drift = f"  {c.divergences} divergence(s)" if c.divergences else ""
-        session = escape(visible(c.session_id or "-"))
-        out.print(f"  {mark} {escape(visible(c.recorded_session))} → {session} ({c.status}){drift}{oob}")
-        for e in c.evaluations:
-            if e.passed is False:
-                why = visible(e.explanation or "failed", newlines=False)
-                out.print(f"      {escape(visible(e.metric))}: {escape(why)}")
-        if c.error:
-            out.print(f"      [yellow]{escape(visible(c.error.splitlines()[0]))}[/yellow]")
-        for problem in c.problems:
-            out.print(f"      [red]error:[/red] {escape(visible(problem, newlines=False))}")
 
 
 def _rescore(args: argparse.Namespace, evaluators: list[Evaluator], out: Console, err: Console) -> int:

@@ -15,7 +15,16 @@ from ._outside import (
     warn_if_replay_active,
 )
 from ._runs import RunHandle, agent_commit, agent_run
-from ._runtime import RunState, StepIds, active_run, current_recording, current_replay, current_run, step_run
+from ._runtime import (
+    RunState,
+    StepIds,
+    active_run,
+    current_recording,
+    current_replay,
+    current_run,
+    current_step,
+    step_run,
+)
 from ._spec import ToolSpec, make_spec, positive_seconds, tool_spec
 from ._steps import (
     Prepared,
@@ -45,6 +54,7 @@ __all__ = [
     "current_recording",
     "current_replay",
     "current_run",
+    "current_step",
     "default_agent_name",
     "due_in",
     "end_implicit_run",

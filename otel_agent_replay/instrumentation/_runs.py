@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import datetime as _dt
 import functools
 import inspect
@@ -83,7 +84,9 @@ def agent_commit() -> str | None:
     if git is None:
         return None
     try:
-        done = subprocess.run(
+        # in a context of its own: this is not a process of the agent's (a block's spawn hooks leave it alone)
+        done = contextvars.Context().run(
+            subprocess.run,
             [git, "rev-parse", "HEAD"],
             cwd=os.getcwd(),
             capture_output=True,
@@ -228,6 +231,7 @@ class agent_run(Scope[RunHandle, _Entered]):
             handle.steps_lost += len(lost)
             warn_lost_streams(handle, lost)
         run_ended(state)
+        state.span.set_attribute(A.RUN_STEPS, state.steps_started)  # the count ``check`` holds the tape to
         try:
             if exc is not None:
                 record_error(state.span, exc, state.capture.redactor)

@@ -16,7 +16,8 @@ from ._exchange import Exchange, Stream, intercept, response_result
 from ._mcp_effects import mcp_side_effect_rules
 from ._request import Request
 from ._routes import HttpRoute
-from ._wire import check_result, chunks, result_headers
+from ._wire import check_result, chunks, is_stream, result_headers
+from .clients._http11 import response_bytes
 from .providers import DEFAULT_ROUTES as MODEL_ROUTES
 
 __all__ = [
@@ -33,8 +34,10 @@ __all__ = [
     "chunks",
     "hold_mcp",
     "intercept",
+    "is_stream",
     "mcp_side_effect_rules",
     "patched",
+    "response_bytes",
     "response_result",
     "result_headers",
     "side_effect_rules",

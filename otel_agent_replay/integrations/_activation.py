@@ -215,19 +215,26 @@ def _unpatch_mcp() -> None:
         _mcp_restores.pop()()
 
 
-def _patch_clients() -> None:
-    """Patch each client whose modules are all imported now and that is not patched yet."""
-    modules = sys.modules
+def _patch_clients(just_imported: str | None = None) -> None:
+    """Patch each client whose modules are all imported now and that is not patched yet (``just_imported``:
+    the module whose import is finishing, its code run)."""
     for index, client in enumerate(_clients):
-        if index not in _patched and all(name in modules for name in client.needs):
+        if index not in _patched and all(name == just_imported or _imported_whole(name) for name in client.needs):
             _patched.add(index)
             _restores.extend(client.patch())
+
+
+def _imported_whole(name: str) -> bool:
+    """Whether a module is imported and its code has run: ``urllib3.connectionpool`` imports
+    ``urllib3.connection``, which finishes first while the pool's module is in ``sys.modules`` half made."""
+    module = sys.modules.get(name)
+    return module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", False)
 
 
 def _client_imported(name: str) -> None:
     with _lock:
         if _active:
-            _patch_clients()
+            _patch_clients(name)
 
 
 def _patch() -> None:

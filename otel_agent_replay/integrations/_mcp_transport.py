@@ -7,7 +7,9 @@ resources and prompts) is a read-only step ``mcp.{method}`` recorded as it passe
 two streams are relayed through a pair of our own while a record block is active. In a strict replay
 (``mode="none"``) the transport itself is replaced: no process is spawned and no connection made;
 a small loop answers each request from the tape (``mcp.{method}``), drops notifications, and answers
-what the tape does not have with a JSON-RPC error (the miss is the replay's, and fails it).
+what the tape does not have with a JSON-RPC error (the miss is the replay's, and fails it). A replay
+that may call something live (``new_episodes``, ``once`` of a recorded tape) keeps the real transport
+relayed: each request goes to the server and its answer is matched against the tape as ``mcp.{method}``.
 
 Where: ``stdio_client``, ``streamable_http_client`` (1.x: ``streamablehttp_client``) and ``sse_client``
 are ``asynccontextmanager`` functions; the generator function each one wraps is swapped in the
@@ -22,7 +24,7 @@ import contextlib
 import inspect
 import sys
 import typing
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import Token
 from typing import Any
 
@@ -125,11 +127,6 @@ def _reply(request_message: Any, *, result: Any = None, error: tuple[int, str] |
 # --- recording: relay the transport's streams and note each request and its answer -----------------
 
 
-class _Pending:
-    def __init__(self) -> None:
-        self.steps: dict[Any, StepInFlight] = {}
-
-
 def _begin(method: str, params: dict[str, Any]) -> StepInFlight | None:
     run = step_run()
     if run is None:
@@ -142,12 +139,52 @@ def _begin(method: str, params: dict[str, Any]) -> StepInFlight | None:
     return step
 
 
+async def _end_step(step: StepInFlight, inner: Any) -> None:
+    if _kind(inner) == "Error":
+        error = inner.error
+        step.fail(McpError(str(getattr(error, "message", error)), getattr(error, "code", None)))
+    else:
+        step.finish(_result_of(inner))
+
+
+def _matcher(session: Any) -> tuple[Callable[[str, dict[str, Any]], Any], Callable[[Any, Any], Awaitable[None]]]:
+    """For a replay that talks to the live server (``new_episodes``, ``once`` of a recorded tape): each
+    request still goes to the server (a miss may run live later, and the server must have been greeted),
+    the client gets the server's answer, and the answer is matched against the tape as the call
+    ``mcp.{method}``: a hit consumes the recorded step, a miss is the mode's (appended, or a ``TapeMiss``
+    the replay fails on at its end)."""
+
+    def begin(method: str, params: dict[str, Any]) -> Any:
+        return (method, params)
+
+    async def end(request: tuple[str, dict[str, Any]], inner: Any) -> None:
+        method, params = request
+
+        async def live(**_: Any) -> Any:
+            if _kind(inner) == "Error":
+                error = inner.error
+                raise McpError(str(getattr(error, "message", error)), getattr(error, "code", None))
+            return _result_of(inner)
+
+        with contextlib.suppress(Exception):  # the replay keeps the miss or divergence and fails on it at its end
+            await session.call_async(method_spec(method), live, (), params)
+
+    return begin, end
+
+
 @contextlib.asynccontextmanager
-async def _recorded(streams: tuple[Any, ...]) -> AsyncIterator[tuple[Any, ...]]:
+async def _relayed(
+    streams: tuple[Any, ...],
+    begin: Callable[[str, dict[str, Any]], Any],
+    end: Callable[[Any, Any], Awaitable[None]],
+) -> AsyncIterator[tuple[Any, ...]]:
+    """The transport's two streams relayed through a pair of ours: ``begin(method, params)`` as a request
+    passes (None: nothing to note), ``end(noted, answer)`` as its answer comes back, before the client
+    sees it."""
     import anyio
 
     read, write, *rest = streams  # 1.x streamable HTTP gives its get_session_id after the two streams
-    pending = _Pending()
+    pending: dict[Any, Any] = {}
     to_client_send, to_client = anyio.create_memory_object_stream[Any](0)
     from_client, from_client_receive = anyio.create_memory_object_stream[Any](0)
 
@@ -156,22 +193,18 @@ async def _recorded(streams: tuple[Any, ...]) -> AsyncIterator[tuple[Any, ...]]:
             async for message in from_client_receive:
                 inner = _inner(getattr(message, "message", None))
                 if _kind(inner) == "Request" and inner.method not in _SESSION_LEVEL:
-                    step = _begin(inner.method, _params_of(inner))
-                    if step is not None:
-                        pending.steps[inner.id] = step
+                    noted = begin(inner.method, _params_of(inner))
+                    if noted is not None:
+                        pending[inner.id] = noted
                 await write.send(message)
 
     async def incoming() -> None:
         async with to_client_send:
             async for message in read:
                 inner = _inner(getattr(message, "message", None))
-                step = pending.steps.pop(getattr(inner, "id", None), None) if inner is not None else None
-                if step is not None:
-                    if _kind(inner) == "Error":
-                        error = inner.error
-                        step.fail(McpError(str(getattr(error, "message", error)), getattr(error, "code", None)))
-                    else:
-                        step.finish(_result_of(inner))
+                noted = pending.pop(getattr(inner, "id", None), None) if inner is not None else None
+                if noted is not None:
+                    await end(noted, inner)
                 await to_client_send.send(message)
 
     async with anyio.create_task_group() as group:
@@ -219,26 +252,32 @@ async def _from_tape(session: Any, extras: tuple[Any, ...] = ()) -> AsyncIterato
             group.cancel_scope.cancel()
 
 
-def _strict_replay() -> Any:
+def _replaying() -> tuple[Any, bool]:
+    """The replay of this context (None while recording or outside one) and whether it is strict."""
     session = current_replay.get()
     if session is None or getattr(session, "recording", False):
-        return None
-    return session if getattr(session, "mode", None) == RecordMode.NONE else None
+        return None, False
+    return session, getattr(session, "mode", None) == RecordMode.NONE
 
 
 def _transport(original: Callable[..., Any]) -> Callable[..., Any]:
     """The generator function put in place of a transport's: the tape in a strict replay, the real
-    transport relayed while recording, the real one alone otherwise."""
+    transport relayed while recording (each request a step) and in a replay that talks to the live server
+    (each request matched against the tape), the real one alone otherwise."""
     real = contextlib.asynccontextmanager(original)
     extras = _extras(original)
 
     async def transport(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        session = _strict_replay()
-        if session is not None:
+        session, strict = _replaying()
+        if strict:
             async with _from_tape(session, extras) as streams:
                 yield streams
             return
-        if step_run() is None:
+        if session is not None:
+            begin, end = _matcher(session)
+        elif step_run() is not None:
+            begin, end = _begin, _end_step
+        else:
             async with real(*args, **kwargs) as streams:
                 yield streams
             return
@@ -248,7 +287,7 @@ def _transport(original: Callable[..., Any]) -> Callable[..., Any]:
             async with real(*args, **kwargs) as streams:
                 otel_context.detach(tokens.pop())
                 try:
-                    async with _recorded(streams) as relayed:
+                    async with _relayed(streams, begin, end) as relayed:
                         yield relayed
                 finally:  # its closing traffic is MCP's too (1.x ends its HTTP session with a DELETE)
                     tokens.append(otel_context.attach(otel_context.set_value(SUPPRESS_HTTP_KEY, True)))

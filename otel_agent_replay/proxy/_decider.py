@@ -10,7 +10,10 @@ recording or replay), so a proxied request is the same step as an in-process one
   framed stream (SSE, NDJSON, the AWS event stream) is fed to the step chunk by chunk as mitmproxy
   passes each chunk on to the child (nothing is buffered), anything else is ``finish``-ed whole;
 - replaying: the tape's answer is the response (nothing goes upstream), or the divergence is refused
-  with an HTTP error the child's client raises as its own (``refusal``);
+  with an HTTP error the child's client raises as its own (``refusal``). A recorded stream under
+  ``pace="recorded"`` is served by this process itself (``/served/ID``, loopback, the run's token): the
+  relay sends the request there instead, and passes the chunks on as they come, each at its recorded
+  offset (``response_bytes``), so the child reads the stream as fast as it came when it was recorded;
 - not ours (a passthrough host of the replay): mitmproxy forwards it untouched.
 
 One flow's calls come one after the other and run in one ``contextvars.Context``, so the step's
@@ -20,6 +23,7 @@ context tokens are set and reset in the same context.
 from __future__ import annotations
 
 import base64
+import contextlib
 import contextvars
 import dataclasses
 import hmac
@@ -46,11 +50,14 @@ from otel_agent_replay.integrations import (
     Stream,
     chunks,
     intercept,
+    is_stream,
+    response_bytes,
     response_result,
     result_headers,
 )
 
 _log = logging.getLogger(__name__)
+_SERVED = "/served/"
 _HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding"}
 )
@@ -110,8 +117,12 @@ class Decider:
         self._context = context
         self._process = process
         self._upstream_ca = upstream_ca
-        self._specs: dict[int, Any] = {}
+        self._specs: dict[tuple[int, int], Any] = {}
+        self.children: dict[str, ProcessFacts] = {}
+        """A block's child (the name its proxy credentials carry) → its command and process id."""
         self._flows: dict[str, _Flow] = {}
+        self._served: dict[str, dict[str, Any]] = {}
+        """A paced stream from the tape, by the one-time name its ``/served/`` request asks for."""
         self._lock = threading.Lock()
         self.token = secrets.token_urlsafe(24)
         self.ready = threading.Event()
@@ -137,6 +148,7 @@ class Decider:
         self._server.server_close()
         with self._lock:
             flows, self._flows = list(self._flows.values()), {}
+            self._served.clear()  # a paced answer never asked for (its child went away first)
         for state in flows:  # a stream still open when the command ended: its step ends with what arrived
             if state.stream is not None:
                 state.context.run(state.stream.close)
@@ -155,6 +167,9 @@ class Decider:
                     self.send_response(403)
                     self.end_headers()
                     return
+                if self.path.startswith(_SERVED):
+                    self._serve()
+                    return
                 try:
                     answer = decider.handle(self.path.strip("/"), orjson.loads(data or b"{}"))
                 except Exception:  # the relay must get an answer; the step's own errors are in the tape
@@ -169,6 +184,22 @@ class Decider:
                 self.end_headers()
                 self.wfile.write(body)
 
+            do_GET = do_PUT = do_PATCH = do_DELETE = do_POST  # a served stream answers the child's own method
+
+            def _serve(self) -> None:
+                """A paced stream from the tape, part by part as each is due (the relay passes each on)."""
+                self.close_connection = True
+                with decider._lock:
+                    result = decider._served.pop(self.path[len(_SERVED) :], None)
+                if result is None:
+                    self.send_error(404, "no such answer (each is served once)")
+                    return
+                reader = response_bytes(result, pace=True)
+                with contextlib.suppress(OSError):  # the child stopped reading: the rest is not sent
+                    while part := reader.read1(65536):
+                        self.wfile.write(part)
+                        self.wfile.flush()
+
         return Handler
 
     def handle(self, verb: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -180,12 +211,15 @@ class Decider:
         flow_id = str(payload.get("flow"))
         if verb == "request":
             fresh = _Flow(self._context.copy())
-            outcome = fresh.context.run(self._decide, fresh, _request(payload))
+            process = self.children.get(str(payload.get("who") or ""), self._process)
+            outcome = fresh.context.run(self._decide, fresh, _request(payload), process)
             if fresh.exchange is not None:
                 with self._lock:
                     self._flows[flow_id] = fresh
             if outcome is None:
                 return {"action": "forward"}
+            if isinstance(outcome, str):
+                return {"action": "serve", "port": self._server.server_address[1], "path": _SERVED + outcome}
             status, headers, body = outcome
             kept = [[k, v] for k, v in headers.items() if k.lower() not in ("content-length", "transfer-encoding")]
             return {"action": "answer", "status": status, "headers": kept, "body": _b64(body)}
@@ -227,11 +261,14 @@ class Decider:
 
     # --- the decision, in the block's context --------------------------------------------
 
-    def _decide(self, state: _Flow, request: Request) -> tuple[int, Mapping[str, str], bytes] | None:
+    def _decide(
+        self, state: _Flow, request: Request, process: ProcessFacts
+    ) -> tuple[int, Mapping[str, str], bytes] | str | None:
+        """None: forward it (recorded as it goes); a response; or the name of a paced stream to serve."""
         exchange = intercept(request)
         if exchange is None:
             return None
-        exchange.spec = self._with_process(exchange.spec)
+        exchange.spec = self._with_process(exchange.spec, process)
         if not exchange.replaying:
             exchange.begin()
             state.exchange = exchange
@@ -243,15 +280,19 @@ class Decider:
             return status, {"content-type": "application/json", "x-agent-replay": type(exc).__name__}, body
         except Exception as exc:  # a recorded failure (the upstream could not be reached), replayed
             return bad_gateway(exc)
+        if exchange.pace and is_stream(result):
+            name = secrets.token_urlsafe(16)
+            with self._lock:
+                self._served[name] = result
+            return name
         return int(result["status"]), result_headers(result), b"".join(chunks(result))
 
-    def _with_process(self, spec: Any) -> Any:
-        """The route's spec with the command's ``agent_replay.process.*`` on each step's span."""
-        found = self._specs.get(id(spec))
+    def _with_process(self, spec: Any, process: ProcessFacts) -> Any:
+        """The route's spec with the process's ``agent_replay.process.*`` on each step's span."""
+        found = self._specs.get((id(spec), id(process)))
         if found is not None and found[0] is spec:
             return found[1]
         inner = spec.call_attributes
-        process = self._process
 
         def attributes(args: Any) -> Mapping[str, Any]:
             out = dict(inner(args)) if inner is not None else {}
@@ -259,7 +300,7 @@ class Decider:
             return out
 
         wrapped = dataclasses.replace(spec, call_attributes=attributes)
-        self._specs[id(spec)] = (spec, wrapped)
+        self._specs[(id(spec), id(process))] = (spec, wrapped)
         return wrapped
 
     def _live(self, request: Request) -> dict[str, Any]:

@@ -102,6 +102,32 @@ def write_upstream_trust(folder: Path, env: Mapping[str, str]) -> Path:
     return path
 
 
+def pointed(
+    env: Mapping[str, str],
+    *,
+    port: int,
+    reverse: Mapping[str, int],
+    trust: Mapping[str, str],
+    credentials: str = "",
+) -> dict[str, str]:
+    """``env`` pointed at a running proxy: its proxy variables (with ``credentials``, ``user:password``, that
+    name the child to the proxy), the base-URL variables whose upstream has a reverse listener (others stay
+    as they are: the proxy variables still carry a client that honours them), and the bundles ``trust``
+    names (variable → path)."""
+    out = dict(env)
+    proxy = f"http://{credentials + '@' if credentials else ''}127.0.0.1:{port}"
+    for name in PROXY_VARIABLES:
+        out[name] = proxy
+    for name in NO_PROXY_VARIABLES:
+        out[name] = ""
+    for upstream in upstreams(env):
+        listener = reverse.get(upstream.origin)
+        if listener is not None:
+            out[upstream.variable] = f"http://127.0.0.1:{listener}{upstream.path}"
+    out.update(trust)
+    return out
+
+
 def child_environment(
     env: Mapping[str, str], *, port: int, reverse: Mapping[str, int], ca_cert: Path, folder: Path
 ) -> dict[str, str]:

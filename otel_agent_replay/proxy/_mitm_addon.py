@@ -7,10 +7,16 @@ process, named with a per-run token by the environment) what to do, and does it:
 
 - ``answer``: the response is the decider's (a replay: from the tape, or a refusal); nothing is
   sent upstream (the connection strategy is lazy, so no upstream connection is ever opened);
+- ``serve``: a paced stream from the tape: the request goes to the decider itself (loopback, with the
+  run's token) instead of its host, and its answer is streamed on to the child as it comes;
 - ``forward``: mitmproxy sends it upstream (only on that answer: a request the decider could not decide
   is answered 502, never forwarded); the response head, each chunk of a stream (as it passes to
   the client: ``response.stream``, nothing buffered) and the whole body are reported back, so the
   decider records the step.
+
+A block's children each say who they are in the proxy variables' credentials (``http://ID:TOKEN@…``, the
+run's token as the password): the relay reads them from the request or from the ``CONNECT`` of its
+connection, removes the header, and names the child to the decider (``who``).
 
 Requests to the proxy's own listeners (a client that honours the proxy variables calling a base URL
 that points at a reverse listener) pass untouched: that listener reports them.
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
 import http.client as httpclient
 import json
 import os
@@ -51,6 +58,18 @@ def _ask(verb: str, payload: dict[str, Any]) -> dict[str, Any]:
         connection.close()
 
 
+def _who(headers: Any) -> str:
+    """The child named by a ``Proxy-Authorization: Basic`` header with the run's token, else ``""``."""
+    scheme, _, value = str(headers.get("proxy-authorization", "")).partition(" ")
+    if scheme.lower() != "basic":
+        return ""
+    try:
+        user, _, password = base64.b64decode(value.strip()).decode("utf-8").partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        return ""
+    return user if _TOKEN and password == _TOKEN else ""
+
+
 def _headers(headers: Any) -> list[list[str]]:
     return [[str(k), str(v)] for k, v in headers.items(multi=True)]
 
@@ -66,6 +85,8 @@ class Relay:
         self.own: set[int] = set()
         self.stands_for: dict[int, str] = {}
         """A reverse listener's port → the upstream origin it stands for."""
+        self.who: dict[str, str] = {}
+        """A client connection → the child that opened it (from its ``CONNECT``'s credentials)."""
 
     async def running(self) -> None:
         proxyserver = ctx.master.addons.get("proxyserver")
@@ -88,8 +109,19 @@ class Relay:
                 self.stands_for[port] = origin
         await asyncio.to_thread(_ask, "ready", {"regular": regular, "reverse": reverse, "pid": os.getpid()})
 
+    def http_connect(self, flow: Any) -> None:
+        who = _who(flow.request.headers)
+        if who:
+            self.who[flow.client_conn.id] = who
+
+    def client_disconnected(self, client: Any) -> None:
+        self.who.pop(client.id, None)
+
     def requestheaders(self, flow: Any) -> None:
         request = flow.request
+        who = _who(request.headers) or self.who.get(flow.client_conn.id, "")
+        request.headers.pop("proxy-authorization", None)
+        flow.metadata["agent_replay_who"] = who
         if request.host in _LOOPBACK and request.port in self.own:
             # a client that honours the proxy variables, calling a base URL that points at one of our reverse
             # listeners: it means that listener's upstream (mitmproxy would not connect to itself)
@@ -113,6 +145,7 @@ class Relay:
             "path": request.path,
             "headers": _headers(request.headers),
             "body": _b64(request.get_content(strict=False)),
+            "who": flow.metadata.get("agent_replay_who", ""),
         }
         try:
             answer = await asyncio.to_thread(_ask, "request", payload)
@@ -122,12 +155,22 @@ class Relay:
             flow.response = mitmhttp.Response.make(502, said, {"content-type": "text/plain; charset=utf-8"})
             flow.metadata["agent_replay"] = False
             return
+        if answer.get("action") == "serve":
+            request.scheme, request.host, request.port = "http", "127.0.0.1", int(answer["port"])
+            request.path = str(answer["path"])
+            request.headers["x-agent-replay-token"] = _TOKEN
+            flow.metadata["agent_replay"] = False
+            flow.metadata["agent_replay_served"] = True
+            return
         if answer.get("action") == "answer":
             headers = [(k.encode(), v.encode()) for k, v in answer.get("headers", [])]
             flow.response = mitmhttp.Response.make(int(answer["status"]), base64.b64decode(answer["body"]), headers)
             flow.metadata["agent_replay"] = False  # answered: nothing more to report
 
     def responseheaders(self, flow: Any) -> None:
+        if flow.metadata.get("agent_replay_served"):
+            flow.response.stream = True  # each part as the decider sends it
+            return
         if not flow.metadata.get("agent_replay"):
             return
         response = flow.response

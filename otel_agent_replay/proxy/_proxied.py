@@ -17,7 +17,14 @@ from pathlib import Path
 from types import TracebackType
 
 from ._decider import ProcessFacts
-from ._environment import child_environment, upstreams, write_upstream_trust
+from ._environment import (
+    BUNDLE_VARIABLES,
+    NODE_CA_VARIABLE,
+    child_environment,
+    pointed,
+    upstreams,
+    write_upstream_trust,
+)
 from ._server import ProxyServer
 
 
@@ -25,8 +32,17 @@ class ChildProxy:
     """A recording proxy for the processes this block starts: ``with ChildProxy(env) as proxy:``, then
     ``proxy.environment`` for the child."""
 
-    def __init__(self, env: Mapping[str, str] | None = None, *, command: str = "") -> None:
+    def __init__(
+        self,
+        env: Mapping[str, str] | None = None,
+        *,
+        command: str = "",
+        context: contextvars.Context | None = None,
+    ) -> None:
         self.base_environment = dict(os.environ if env is None else env)
+        self._context = context
+        """The context each request is decided in a copy of (default: this one's, at ``start``)."""
+        self._reverse: dict[str, int] = {}
         self.process = ProcessFacts(command)
         self.folder: Path | None = None
         self._server: ProxyServer | None = None
@@ -51,15 +67,16 @@ class ChildProxy:
                 folder,
                 upstreams=[u.origin for u in wanted],
                 upstream_ca=write_upstream_trust(folder, self.base_environment),
-                context=contextvars.copy_context(),
+                context=self._context if self._context is not None else contextvars.copy_context(),
                 process=self.process,
             )
             self._server = server
             server.start()
+            self._reverse = {u.origin: server.reverse_port(u.origin) for u in wanted}
             self.environment = child_environment(
                 self.base_environment,
                 port=server.port,
-                reverse={u.origin: server.reverse_port(u.origin) for u in wanted},
+                reverse=self._reverse,
                 ca_cert=server.ca_cert,
                 folder=folder,
             )
@@ -67,6 +84,15 @@ class ChildProxy:
             self.close()
             raise
         return self
+
+    def environment_for(self, env: Mapping[str, str], child: tuple[str, ProcessFacts] | None = None) -> dict[str, str]:
+        """Another child's environment ``env`` pointed at this running proxy (the bundles made at ``start``);
+        ``child``: its name and facts, put on the steps of its requests that carry the proxy's credentials."""
+        trust = {k: self.environment[k] for k in (*BUNDLE_VARIABLES, NODE_CA_VARIABLE) if k in self.environment}
+        credentials = ""
+        if child is not None and self._server is not None:
+            credentials = self._server.child(*child)
+        return pointed(env, port=self.port, reverse=self._reverse, trust=trust, credentials=credentials)
 
     def close(self) -> None:
         """Stop the proxy and remove its folder (the CA's key with it)."""

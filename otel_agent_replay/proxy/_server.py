@@ -101,6 +101,11 @@ class ProxyServer:
         """The run's CA certificate (PEM, no key): what the child trusts."""
         return self.folder / "mitmproxy-ca-cert.pem"
 
+    def child(self, who: str, process: ProcessFacts) -> str:
+        """Name a child to the decider (its steps get ``process``); the credentials its proxy variables carry."""
+        self._decider.children[who] = process
+        return f"{who}:{self._decider.token}"
+
     def reverse_port(self, origin: str) -> int:
         """The loopback port that stands for ``origin``."""
         reverse: Mapping[str, int] = self._decider.ports.get("reverse") or {}
@@ -143,13 +148,12 @@ class ProxyServer:
                 )
 
     def close(self) -> None:
-        """Stop mitmdump (what is in flight is cut), then the decider."""
+        """Stop mitmdump (what is in flight is cut), then the decider.
+
+        Killed, not asked to stop: it keeps nothing of its own to save (each step is this process's), and a
+        graceful shutdown of its event loop takes seconds, at the end of every block that started a process."""
         child, self._mitmdump = self._mitmdump, None
         if child is not None and child.poll() is None:
-            child.terminate()
-            try:
-                child.wait(10)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait(10)
+            child.kill()
+            child.wait(10)
         self._decider.close()

@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Iterable, Mapping
 from contextvars import Token
 from pathlib import Path
-from typing import Union
+from typing import Any, Union
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -50,6 +50,7 @@ from otel_agent_replay.core import (
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.instrumentation import (
     current_recording,
+    current_replay,
     end_implicit_run,
     recording_ended,
     recording_started,
@@ -62,6 +63,7 @@ from otel_agent_replay.integrations import (
     mcp_side_effect_rules,
     side_effect_rules,
 )
+from otel_agent_replay.proxy import BlockChildren, JoinedBlock, Spawner, close_block, open_block
 from otel_agent_replay.store import Store
 
 from ._foreign import ResourceRedaction, is_ours, is_run_span, redacted_span
@@ -101,6 +103,10 @@ class Recording:
         """The OpenTelemetry context the block was entered in: the implicit run's parent."""
         self.lock: TapeLock | None = None
         """The tape's one-writer lock, held from the block's start to its end."""
+        self.children: tuple[BlockChildren, Token[Spawner | None]] | None = None
+        """What processes started from the block get: the proxy, the channel of joined children (``proxy``)."""
+        self.unjoined: Token[Any] | None = None
+        """In a process that joined its parent's block (``proxy.JoinedBlock``), this block's calls are its own."""
 
     @property
     def store(self) -> Store | None:
@@ -346,6 +352,9 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
             if self.http
             else None
         )
+        rec.children = open_block("record", str(self.path))
+        if isinstance(current_replay.get(), JoinedBlock):  # a joined child's own record(): its calls are its own
+            rec.unjoined = current_replay.set(None)
         return rec, (rec, token)
 
     def _sink(self) -> StoreSink | None:
@@ -363,11 +372,15 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
 
     def _end(self, entered: tuple[Recording, Token[object | None]], error: BaseException | None) -> None:
         rec, token = entered
+        if rec.children is not None:
+            close_block(rec.children)  # the children's steps in flight end before the run does
         try:
             end_implicit_run(rec, error)  # before the block's end: its span reaches the tape
         except Exception:  # the exporter side never raises into the agent
             _log.exception("could not end the implicit run of %s", rec.path)
         recording_ended(rec)
+        if rec.unjoined is not None:
+            current_replay.reset(rec.unjoined)
         if rec.http is not None:
             rec.http.close()
         current_recording.reset(token)

@@ -13,12 +13,21 @@ Shards split the suite's cases round robin in suite order (the tapes sorted by n
 in tape order): case i belongs to shard ``i % N + 1``. Every machine of a CI matrix lists the
 same suite, so N shards cover each case exactly once, and all of them may write into one
 PostgreSQL store: ``report`` reads the union.
+
+The fork server is multiprocessing's, one per process and long-lived: started by an earlier
+``regress`` or by anything else that used the forkserver method (a block's forkserver children), it
+holds the environment of that moment, and what it forks starts with that one, not the caller's now.
+So each worker takes the caller's environment as it is when ``regress`` starts (a variable set since,
+one removed since) before it runs anything, keeping what the block it joined gave it (``regress``
+called inside ``record()``/``replay()``: the proxy's variables); what a module read from the
+environment at its import stays as imported.
 """
 
 from __future__ import annotations
 
 import atexit
 import multiprocessing
+import os
 import pickle
 import re
 from concurrent.futures import ProcessPoolExecutor
@@ -27,6 +36,7 @@ from typing import Any, Final
 
 from otel_agent_replay.core import ConfigurationError
 from otel_agent_replay.core import attributes as A
+from otel_agent_replay.proxy import joined_environment
 from otel_agent_replay.store import Store, open_store
 from otel_agent_replay.tape import Run, load_tape
 
@@ -66,7 +76,9 @@ def run_units(db: Store, job: CaseJob, units: list[Unit]) -> list[RegressCase]:
     return [run_one(db, job, source, recorded, Path(out), rep) for source, recorded, out, rep in units]
 
 
-def _start(location: str, job: CaseJob) -> None:
+def _start(location: str, job: CaseJob, environment: dict[str, str]) -> None:
+    os.environ.clear()  # forked from a fork server that may be older than this call: the caller's environment
+    os.environ.update({**environment, **joined_environment()})
     store = open_store(location)
     atexit.register(store.close)
     _WORKER.update(store=store, job=job, tapes={})
@@ -106,6 +118,9 @@ def run_parallel(location: str, job: CaseJob, units: list[Unit], workers: int) -
     context.set_forkserver_preload(sorted(m for m in modules if isinstance(m, str) and m != "__main__"))
     work = [(source, recorded.run_id, out, rep) for source, recorded, out, rep in units]
     with ProcessPoolExecutor(
-        max_workers=min(workers, len(work)), mp_context=context, initializer=_start, initargs=(location, job)
+        max_workers=min(workers, len(work)),
+        mp_context=context,
+        initializer=_start,
+        initargs=(location, job, dict(os.environ)),
     ) as pool:
         return list(pool.map(_work, work))

@@ -1,8 +1,10 @@
 """Processes started from a replay's context: counted (``child_processes``) and warned once.
 
-What runs in another process cannot be answered from the tape or refused from here: a tool with a
-side effect called there really runs. So a replay watches the ways a process is started while it
-is active, in the thread that starts it, and counts the ones started from its context:
+Such a process is given the replay's proxy, and a Python one joins the replay (``proxy``: its HTTP and
+its decorated tools are answered from the tape or refused like this process's); what it does besides
+(its files, databases, other sockets, a forked child's tools) cannot be answered or refused from here.
+So a replay watches the ways a process is started while it is active, in the thread that starts it,
+and counts the ones started from its context, warning once with what is and is not sealed:
 
 - the process's audit hook (``_audit``) sees ``subprocess.Popen`` (and so ``os.popen``,
   ``asyncio.create_subprocess_*``), ``os.fork`` (and ``os.spawn*``, which fork on POSIX,
@@ -16,8 +18,10 @@ is active, in the thread that starts it, and counts the ones started from its co
   by that name outside a ``start``: ``multiprocessing.util.spawnv_passfds`` and direct calls
   (``subprocess`` took its own reference at import and is counted by its audit event).
 
-Not counted: processes started by a thread that does not carry the replay's context (a pool's
-management thread replacing a worker), work handed to processes started before the replay, and
+Not counted: multiprocessing's own fork server and resource tracker (``proxy.starting_server``: the
+standard library's processes, not the agent's, wherever the block first needs them), processes started
+by a thread that does not carry the replay's context (a pool's management thread replacing a worker),
+work handed to processes started before the replay, and
 ``fork_exec`` called through a reference taken before the replay began (``from _posixsubprocess
 import fork_exec``, other than ``subprocess``'s).
 Nor the standard library describing the machine: ``platform.uname()``'s processor (``uname -p``,
@@ -31,6 +35,7 @@ import _posixsubprocess
 import functools
 import multiprocessing.process
 import multiprocessing.util
+import os
 import platform
 import sys
 import threading
@@ -38,8 +43,9 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from otel_agent_replay.core import ReplayWarning
+from otel_agent_replay.core import ConfigurationError, ReplayWarning
 from otel_agent_replay.instrumentation import current_replay
+from otel_agent_replay.proxy import mitmdump, starting_server
 
 from . import _audit
 from ._counted import Counted
@@ -61,15 +67,29 @@ class ChildWatch:
             warn, self._warned = not self._warned, True
         if warn:
             warnings.warn(
-                f"{how} started a process during the replay of {self._describe()}: what runs there is neither "
-                "answered from the tape nor refused by this replay, so a tool with a side effect called in it "
-                "really runs. Counted in child_processes, warned once per replay. To keep the test sealed, call "
-                "the agent's tools in this process while testing (threads given the replay's context: "
-                "contextvars.copy_context().run, or asyncio.to_thread), or replay the same tape in the child "
-                "too (a replay(...) block around the child's work)",
+                f"{how} started a process during the replay of {self._describe()}: {_what_is_sealed()} What it "
+                "does besides (files it writes itself, databases and other sockets, the work of a program that is not "
+                "Python beyond its HTTP) is neither answered from the tape nor refused by this replay, and really "
+                "runs; a forked child's decorated tools are served by its own copy of this replay, which this one "
+                "does not see. Counted in child_processes, warned once per replay. To keep that sealed too, call it "
+                "in this process while testing (threads given the replay's context: contextvars.copy_context().run, "
+                "or asyncio.to_thread), or start Python workers with the spawn or forkserver method",
                 ReplayWarning,
                 stacklevel=stacklevel,
             )
+
+
+def _what_is_sealed() -> str:
+    """What the replay's proxy and the join of Python children seal in a process started from the replay."""
+    joined = (
+        "a Python process (a subprocess of this interpreter, a multiprocessing spawn or forkserver worker) joins "
+        "the replay, its decorated tools answered from the tape or refused like this process's."
+    )
+    try:
+        mitmdump()
+    except ConfigurationError as exc:
+        return f"its HTTP and HTTPS are not sealed, as the replay's proxy is missing ({exc}); {joined}"
+    return f"its HTTP and HTTPS go through the replay's proxy, answered from the tape or refused; {joined}"
 
 
 def _watch() -> ChildWatch | None:
@@ -93,6 +113,8 @@ def _program(args: tuple[Any, ...], index: int) -> str:
     value = args[index] if len(args) > index else None
     if isinstance(value, (list, tuple)) and value:
         value = value[0]
+    if isinstance(value, (bytes, os.PathLike)):
+        value = os.fsdecode(value)
     return repr(value if isinstance(value, str) else str(value))
 
 
@@ -127,7 +149,7 @@ _SPAWNV_PASSFDS = multiprocessing.util.spawnv_passfds.__code__
 def _counting_fork_exec(original: Callable[..., Any]) -> Callable[..., Any]:
     def fork_exec(*args: Any, **kwargs: Any) -> Any:
         watch = _watch()
-        if watch is not None and not getattr(_inside_start, "depth", 0):
+        if watch is not None and not getattr(_inside_start, "depth", 0) and not starting_server():
             caller = sys._getframe(1).f_code
             how = "multiprocessing.util.spawnv_passfds" if caller is _SPAWNV_PASSFDS else "_posixsubprocess.fork_exec"
             program = args[0] if args and isinstance(args[0], (list, tuple)) else ()

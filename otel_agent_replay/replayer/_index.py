@@ -30,7 +30,7 @@ from otel_agent_replay.capture import (
 from otel_agent_replay.comparison import Difference, json_changes
 from otel_agent_replay.core import RecordedToolError, ReplayWarning, StepKind, TapeFormatError, TapePayloadMissing
 from otel_agent_replay.core import attributes as A
-from otel_agent_replay.tape import Run, Step, StepError
+from otel_agent_replay.tape import Run, Step, StepError, telemetry_step
 
 _TOOL = StepKind.TOOL.value
 
@@ -186,10 +186,12 @@ class RunIndex:
         return [steps[i] for i in self._by_tool.get(tool, ())]
 
     def unused(self) -> list[Step]:
-        """Recorded steps never served, in seq order."""
+        """Recorded steps never served, in seq order (not those another instrumentation wrote inside a run of
+        ours: no capture point asks for them, see ``tape.telemetry_step``)."""
+        run = self.run
         with self._lock:
             consumed = self._consumed
-            return [s for i, s in enumerate(self.steps) if not consumed[i]]
+            return [s for i, s in enumerate(self.steps) if not consumed[i] and not telemetry_step(run, s)]
 
     def nearest(self, tool: str, args: Any, limit: int = 3) -> list[tuple[Step, list[Difference]]]:
         """The recorded calls of a tool closest to ``args`` (fewest differing fields first)."""

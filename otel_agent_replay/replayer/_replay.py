@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import Token
 from dataclasses import dataclass
@@ -42,13 +41,9 @@ from otel_agent_replay.core import (
     SideEffectPolicyName,
     StalePolicy,
     StalePolicyName,
-    TapeError,
     TapeLock,
-    TapeNotFoundError,
-    TapeStale,
     Then,
     ThenName,
-    lock_path,
     project_settings,
 )
 from otel_agent_replay.instrumentation import (
@@ -59,94 +54,18 @@ from otel_agent_replay.instrumentation import (
     warn_if_replay_active,
 )
 from otel_agent_replay.integrations import HttpActivation, HttpRoute, activate
-from otel_agent_replay.recorder import Writing, hold_tape, record
-from otel_agent_replay.tape import Run, Tape, load_tape
-from otel_agent_replay.timetravel import Edits, fork_tape_for
+from otel_agent_replay.proxy import BlockChildren, Spawner, close_block, open_block
+from otel_agent_replay.recorder import record
+from otel_agent_replay.tape import Tape
 
 from . import _children as children
 from . import _heap as heap
+from . import _loading as tapes
 from . import _network as network
 from . import _trust as trust
 from ._messages import Hints
 from ._options import Overrides, ReplayOptions
-from ._runs import select_runs
 from ._session import ReplaySession
-
-_LOADED: dict[str, tuple[tuple[int, int, int, int], Tape]] = {}
-"""Tapes this process loaded to replay, by path, with the file's identity when it was read."""
-_LOADED_LOCK = threading.Lock()
-_MAX_LOADED = 256
-
-
-def _load_once(path: Path) -> Tape:
-    """The tape at ``path``, parsed once per process while the file stays the same file with the same size
-    and modification time (a replay never changes a loaded ``Tape``, and a step's ``args`` and ``result``
-    are parsed anew at each use, so replays can share one). A rewrite, an append or a replaced file is
-    read again; a tape that loaded with warnings is not kept, so each replay warns again."""
-    name = os.fspath(path)
-    try:
-        info = os.stat(name)
-    except OSError:
-        return load_tape(name)  # its own error (not found, not a regular file) says what is wrong
-    identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
-    with _LOADED_LOCK:
-        known = _LOADED.get(name)
-    if known is not None and known[0] == identity:
-        return known[1]
-    tape = load_tape(name)
-    if not tape.warnings:
-        with _LOADED_LOCK:
-            _LOADED.pop(name, None)
-            if len(_LOADED) >= _MAX_LOADED:
-                del _LOADED[next(iter(_LOADED))]  # the oldest
-            _LOADED[name] = (identity, tape)
-    return tape
-
-
-def _writing(options: ReplayOptions) -> Writing:
-    """What a replay that writes its tape does, in words for the lock's messages."""
-    mode, hints = options.record_mode, options.hints
-    longer = hints.option("lock_timeout=SECONDS")
-    if mode == RecordMode.ONCE:
-        advice = (
-            f"When it has finished, run again: {hints.mode('once')} then replays the tape it recorded; or wait "
-            f"longer with {longer}"
-        )
-    elif mode == RecordMode.NEW_EPISODES:
-        advice = (
-            f"Appends to one tape are made one after the other: wait longer with {longer}, or replay without "
-            f"appending ({hints.mode('none')}), which waits for no one"
-        )
-    else:
-        advice = f"Wait for it to end (or longer, with {longer}), or give each process a tape of its own"
-    return Writing(f"this replay (mode={mode.value!r})", advice)
-
-
-def _writer_lock(path: Path | None, options: ReplayOptions) -> TapeLock | None:
-    """The tape's one-writer lock for a mode that may write it, held to the block's end (None: this replay
-    writes no tape). ``once`` takes it only while the tape is missing or being written, and a ``once`` that
-    finds the tape written when it gets the lock (another process recorded it meanwhile) replays it."""
-    mode = options.record_mode
-    if path is None or mode == RecordMode.NONE:
-        return None
-    if mode == RecordMode.ONCE and path.exists() and not lock_path(path).exists():
-        return None  # recorded, and nobody writes it: replayed as it is, with nothing written beside it
-    lock = hold_tape(path, _writing(options), options.lock_timeout)
-    if mode == RecordMode.ONCE and path.exists():
-        lock.release()
-        return None
-    return lock
-
-
-def _recorded_at(run: Run) -> _dt.datetime | None:
-    if run.recorded_at:
-        try:
-            when = _dt.datetime.fromisoformat(run.recorded_at)
-            return when if when.tzinfo else when.replace(tzinfo=_dt.timezone.utc)
-        except ValueError:
-            pass
-    first = run.start_ns or (run.steps[0].start_ns if run.steps else 0)
-    return _dt.datetime.fromtimestamp(first / 1e9, _dt.timezone.utc) if first else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +81,8 @@ class _Entered:
     """Whether this replay holds the heap still (``_heap``: a large tape)."""
     lock: TapeLock | None = None
     """The tape's one-writer lock, held to the block's end by a mode that writes the tape."""
+    children: tuple[BlockChildren, Token[Spawner | None]] | None = None
+    """What processes started from the block get: the proxy, the channel of joined children (``proxy``)."""
 
 
 class replay(Scope[ReplaySession, _Entered]):
@@ -322,7 +243,7 @@ class replay(Scope[ReplaySession, _Entered]):
         warn_if_replay_active("replay(...)")
         path = self._path()
         options = self.options.with_project(project_settings())  # read at each start: a changed rule applies
-        lock = _writer_lock(path, options)
+        lock = tapes.writer_lock(path, options)
         try:
             return self._begin(path, options, lock)
         except BaseException:
@@ -350,11 +271,11 @@ class replay(Scope[ReplaySession, _Entered]):
             recorder.__enter__()
             session = ReplaySession(options, None, str(path), recording=True)
         else:
-            tape = self.source if isinstance(self.source, Tape) else self._load(path)
+            tape = self.source if isinstance(self.source, Tape) else tapes.load(path, options)
             still = heap.is_large(tape)
-            self._check_age(tape)
-            self._check_not_empty(tape, options)
-            fork_tape = self._fork_tape(options, tape)
+            tapes.check_age(tape, options)
+            tapes.check_not_empty(tape, options)
+            fork_tape = tapes.fork_tape(options, tape)
             if fork_tape is not None:  # the replayed (forked) run is written there, as a tape of its own
                 recorder = record(
                     fork_tape,
@@ -367,6 +288,7 @@ class replay(Scope[ReplaySession, _Entered]):
             session = ReplaySession(options, tape, tape.path, recording=False, fork_tape=fork_tape)
             replay_started(session)
         token = current_replay.set(session)
+        block = open_block("record" if session.recording else "replay", str(path or session.tape_path or ""))
         if still:
             heap.held_still.enter()
         if not session.recording:
@@ -386,59 +308,7 @@ class replay(Scope[ReplaySession, _Entered]):
             if options.http
             else None
         )
-        return session, _Entered(session, token, recorder, temp, http, still, lock)
-
-    @staticmethod
-    def _fork_tape(options: ReplayOptions, tape: Tape) -> Path | None:
-        """Where a replay that may fork writes its run (None: it does not fork, or has nowhere to write)."""
-        if not options.forks:
-            return None
-        Edits(options.edit).check(tape)
-        if options.fork_tape is not None:
-            return Path(options.fork_tape)
-        return fork_tape_for(tape.path) if tape.path else None
-
-    def _load(self, path: Path | None) -> Tape:
-        __tracebackhide__ = True  # pytest shows the user's frames, not ours
-        assert path is not None
-        try:
-            return _load_once(path)
-        except TapeNotFoundError as exc:
-            hints = self.options.hints
-            raise TapeNotFoundError(
-                f"{path}: no tape to replay (mode={self.options.record_mode.value!r}); record it first: "
-                f"{hints.mode('once')} records it on the first run"
-            ) from exc
-
-    def _check_not_empty(self, tape: Tape, options: ReplayOptions) -> None:
-        """A strict replay of a tape without a single step fails: an empty recording proves nothing."""
-        __tracebackhide__ = True  # pytest shows the user's frames, not ours
-        if options.record_mode != RecordMode.NONE or any(run.steps for run in tape.runs):
-            return
-        runs = len(tape.runs)
-        held = f"{runs} run{'s' if runs != 1 else ''} and no step" if runs else "no run"
-        raise TapeError(
-            f"{tape.path}: the tape holds {held} (no @tool, @model_call or HTTP call was recorded), so a strict "
-            "replay of it (mode='none') would pass whatever the agent does. Record it again with the agent's "
-            f"calls decorated or going through a captured HTTP client: {options.hints.mode('all')} records it "
-            f"afresh, {options.hints.mode('once')} records a tape that does not exist yet"
-        )
-
-    def _check_age(self, tape: Tape) -> None:
-        __tracebackhide__ = True  # pytest shows the user's frames, not ours
-        max_age = self.options.max_age_seconds
-        if max_age is None:
-            return
-        now = _dt.datetime.now(_dt.timezone.utc)
-        for run in select_runs(tape, self.options):
-            when = _recorded_at(run)
-            if when is not None and (now - when).total_seconds() > max_age:
-                raise TapeStale(
-                    f"{tape.path}: run {run.run_id} was recorded at {when.isoformat(timespec='seconds')}, "
-                    f"{(now - when).total_seconds() / 86400:.1f} days ago, older than max_age="
-                    f"{max_age:g}s; re-record it ({self.options.hints.mode('all')}) so the fixtures follow "
-                    "today's APIs"
-                )
+        return session, _Entered(session, token, recorder, temp, http, still, lock, block)
 
     def _stop(self, entered: _Entered, error: BaseException | None) -> None:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
@@ -451,6 +321,8 @@ class replay(Scope[ReplaySession, _Entered]):
     def _end(self, entered: _Entered, error: BaseException | None) -> None:
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         replay_ended(entered.session)
+        if entered.children is not None:
+            close_block(entered.children)  # the children's steps in flight end before the run does
         entered.session.end_implicit(error)  # its span reaches a recording still open (a fork tape)
         if entered.http is not None:
             entered.http.close()

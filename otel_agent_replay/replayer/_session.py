@@ -405,8 +405,7 @@ class ReplaySession:
                 None,
                 f"recorded run {run.run_id} ({run.agent_name}) was never replayed: the agent started fewer runs",
             )
-            index = self._runs.index(run)
-            unused.extend((run.run_id, s) for s in index.steps)
+            unused.extend((run.run_id, s) for s in self._runs.index(run).unused())
         for run_id, step in unused:
             message = f"{step.tool} (seq {step.seq}) was never called"
             self.ledger.diverge(DivergenceKind.UNUSED, run_id, step.tool, 0, step.seq, message)

@@ -21,10 +21,10 @@ from ._report import (
     MetricDelta,
     Threshold,
     VersionComparison,
-    format_report,
     parse_thresholds,
     report_rows,
 )
+from ._report_formats import format_report
 from ._rows import OUT_OF_BOUNDS
 from ._schema import LATEST_VERSION
 from ._store import (

@@ -5,6 +5,7 @@ Our OTLP JSON Lines, the Collector's file export, one OTLP JSON document, and Ja
 
 from __future__ import annotations
 
+from ._foreign import telemetry_step
 from ._gaps import removed_lines
 from ._jaeger import otlp_from_jaeger
 from ._lineage import Lineage, lineage
@@ -32,4 +33,5 @@ __all__ = [
     "otlp_from_jaeger",
     "redact_record",
     "removed_lines",
+    "telemetry_step",
 ]

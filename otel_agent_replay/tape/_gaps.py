@@ -3,8 +3,10 @@
 A run recorded by otel-agent-replay numbers its steps 1, 2, 3 … (``agent_replay.seq``), and a step
 made inside another step names it (``agent_replay.parent_step_id``); its span's parent is a span of
 the same recording. So a line removed from the middle of a run leaves a gap in the sequence, a step
-whose parent step is gone, or a step whose parent span is not on the tape. (The last step of a run
-can go without a trace: nothing after it counts the steps.)
+whose parent step is gone, or a step whose parent span is not on the tape. The run span counts the steps
+the run started (``agent_replay.run.steps``, written as it ends), so the last steps cannot go without a
+trace either; a run recorded before that count existed is checked without it. Steps appended later by
+``new_episodes`` come after the count, so the count is what the tape must reach, not what it must equal.
 """
 
 from __future__ import annotations
@@ -40,6 +42,18 @@ def removed_lines(run: Run, spans: Mapping[str, int] | None) -> list[tuple[str, 
     found: list[tuple[str, str]] = []
     seqs = sorted({s.seq for s in run.steps})
     missing = sorted(set(range(1, seqs[-1] + 1)) - set(seqs)) if seqs else []
+    counted = run.attributes.get(A.RUN_STEPS)
+    # the steps of ours only: the loader numbers another instrumentation's steps after them
+    last = max((s.seq for s in run.steps if A.RUN_ID in s.attributes), default=0)
+    if type(counted) is int and counted > last:
+        found.append(
+            (
+                run.span_id,
+                f"run {run.run_id} ended with {counted} step(s) ({A.RUN_STEPS} on its run span) but the tape has "
+                f"none after seq {last}: the line(s) of seq {ranges(list(range(last + 1, counted + 1)))} were removed "
+                "from the tape, and a replay would miss those calls; re-record the run",
+            )
+        )
     if missing:
         after = next(s for s in run.steps if s.seq > missing[0])
         found.append(

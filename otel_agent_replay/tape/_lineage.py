@@ -73,7 +73,9 @@ def lineage(run: Run) -> Lineage | None:
     forked = attrs.get(A.FORKED_FROM)
     if not isinstance(forked, str) or not forked:
         return None
-    run_id, _, step_id = forked.rpartition(":") if ":" in forked else (forked, "", "")
+    # the first colon: a run id is hex (uuid4) or the run's own name, a step id often has colons of its own
+    # (an HTTP step's ``GET host:port/path#1``, an MCP server's tool)
+    run_id, _, step_id = forked.partition(":")
     edits: dict[str, Any] = {}
     text = attrs.get(A.FORK_EDIT)
     if isinstance(text, str):

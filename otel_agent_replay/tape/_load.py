@@ -8,11 +8,14 @@
 
 - a span of ours (``agent_replay.*`` attributes) carries its run, seq, step id and call key;
 - a foreign GenAI span (``execute_tool``, or ``chat`` marked as a model step) joins the run of
-  its ``run_id``, else the run span nearest above it, else a run per trace; its seq, step id and
+  its ``run_id``, else the (foreign) run span nearest above it, else a run per trace; its seq, step id and
   call key are computed here. A foreign tool span directly around a step of ours with the same
   tool is the same call seen by a second instrumentation, and a foreign span anywhere inside a
   step of ours (an in-process MCP server's own ``tools/call`` span) ran within that recorded call:
-  neither is a step, and neither is warned about;
+  neither is a step, and neither is warned about. Any other foreign tool span inside a run of ours is
+  the application's own telemetry of a call no capture point saw (``_foreign``): with arguments, a step
+  of that run that a replay serves when asked (a double) and never counts unused; without, skipped in
+  silence;
 - a foreign ``invoke_agent`` span (a framework's own view of the agent, such as google-adk's) above
   or inside a run of ours is not a run: its spans belong to that run. Elsewhere it is a run;
 - any other tool or model span without recorded arguments cannot be replayed: it is skipped with a
@@ -56,6 +59,7 @@ from ._build import (
     name_suffix,
     text_or_none,
 )
+from ._foreign import RecordedSteps, SpanKey, ancestor_run, in_our_run, inside
 from ._read import TapeReader, paused_gc
 from ._redacted import redact_record
 from ._span import SpanRecord, int_or_none
@@ -66,8 +70,6 @@ _TOOL: Final = StepKind.TOOL.value
 _LLM: Final = StepKind.LLM.value
 
 __all__ = ["SpanRecord", "iter_spans", "load_tape"]
-
-_SpanKey = str  # trace id + span id: 32 + 16 hex digits (a str, unlike a tuple, is no work for the GC)
 
 
 def load_tape(
@@ -141,13 +143,14 @@ class _RunBuilder:
         self.reader = reader
         self.redactor = redactor
         self.runs: dict[str, _RunParts] = {}
-        self.parents: dict[_SpanKey, str] = {}
-        self.run_of_span: dict[_SpanKey, str] = {}
+        self.parents: dict[SpanKey, str] = {}
+        self.run_of_span: dict[SpanKey, str] = {}
         self.orphans: list[_StepAwaitingRun] = []  # foreign steps: their run is found once every span is read
-        self.step_lines: dict[_SpanKey, int] = {}
-        self.our_steps: set[_SpanKey] = set()  # the step spans recorded by otel-agent-replay
+        self.step_lines: dict[SpanKey, int] = {}
+        self.our_steps: set[SpanKey] = set()  # the step spans recorded by otel-agent-replay
         self.argless: list[tuple[SpanRecord, str]] = []  # foreign tool or model spans without arguments
-        self.foreign_runs: list[tuple[int, _SpanKey, SpanRecord]] = []  # invoke_agent spans not of ours
+        self.foreign_runs: list[tuple[int, SpanKey, SpanRecord]] = []  # invoke_agent spans not of ours
+        self.run_records: dict[str, SpanRecord | None] | None = None  # run id → its run span, once settled
 
     def build(self) -> tuple[Run, ...]:
         """Read every span, then the runs in order of first appearance."""
@@ -159,8 +162,12 @@ class _RunBuilder:
                 index += 1
                 add(index, record if redactor is None else redact_record(record, redactor))
         self._settle_foreign_runs()
-        recorded = _RecordedSteps(self.runs)
-        without_arguments = sum(1 for record, tool in self.argless if not self._a_view(recorded, record, tool))
+        recorded = RecordedSteps(step for parts in self.runs.values() for step in parts.steps)
+        without_arguments = sum(
+            1
+            for record, tool in self.argless
+            if not self._a_view(recorded, record, tool) and not self._in_our_run(record)
+        )
         if without_arguments:
             self.reader.warn(
                 f"{self.reader.path}: skipped {without_arguments} tool or model span(s) without recorded "
@@ -216,7 +223,7 @@ class _RunBuilder:
             return
         self._add_step(index, key, record, kind, tool if type(tool) is str else str(tool), args)
 
-    def _add_run(self, index: int, key: _SpanKey, record: SpanRecord) -> None:
+    def _add_run(self, index: int, key: SpanKey, record: SpanRecord) -> None:
         run_id = text_or_none(record.attributes.get(RUN_ID)) or record.span_id
         parts = self._parts(run_id, index)
         if parts.record is not None:
@@ -228,7 +235,7 @@ class _RunBuilder:
         parts.record = record
         self.run_of_span[key] = run_id
 
-    def _add_step(self, index: int, key: _SpanKey, record: SpanRecord, kind: str, tool: str, args: Any) -> None:
+    def _add_step(self, index: int, key: SpanKey, record: SpanRecord, kind: str, tool: str, args: Any) -> None:
         step_lines = self.step_lines
         known = len(step_lines)
         step_lines.setdefault(key, record.line)  # one look-up: a key already there is not replaced
@@ -264,7 +271,7 @@ class _RunBuilder:
         if not self.foreign_runs:
             return
         parents, run_of_span = self.parents, self.run_of_span
-        below: dict[_SpanKey, str] = {}  # a span above a run of ours → that run (the nearest one wins)
+        below: dict[SpanKey, str] = {}  # a span above a run of ours → that run (the nearest one wins)
         for key, run_id in list(run_of_span.items()):
             trace_id, span_id, hops = key[:32], parents.get(key, ""), 0
             while span_id and hops <= len(parents):
@@ -273,7 +280,7 @@ class _RunBuilder:
                 span_id = parents.get(up, "")
                 hops += 1
         for index, key, record in self.foreign_runs:
-            ours = _ancestor_run(record, run_of_span, parents) or below.get(key)
+            ours = ancestor_run(record, run_of_span, parents) or below.get(key)
             if ours is not None:
                 run_of_span[key] = ours
             else:
@@ -281,76 +288,30 @@ class _RunBuilder:
 
     def _inside_our_step(self, record: SpanRecord) -> bool:
         """Whether a span ran within a step recorded by otel-agent-replay (that step is what replays)."""
-        ours = self.our_steps
-        if not ours:
-            return False
-        parents, trace_id, span_id, hops = self.parents, record.trace_id, record.parent_span_id, 0
-        while span_id and hops <= len(parents):
-            key = trace_id + span_id
-            if key in ours:
-                return True
-            span_id = parents.get(key, "")
-            hops += 1
-        return False
+        return inside(record, self.our_steps, self.parents)
 
-    def _a_view(self, recorded: _RecordedSteps, record: SpanRecord, tool: str) -> bool:
+    def _in_our_run(self, record: SpanRecord) -> bool:
+        """Whether a foreign span is inside a run recorded by otel-agent-replay (see ``_foreign``)."""
+        if self.run_records is None:  # asked once every span is read and the foreign runs are settled
+            self.run_records = {run_id: parts.record for run_id, parts in self.runs.items()}
+        return in_our_run(record, self.run_of_span, self.parents, self.run_records)
+
+    def _a_view(self, recorded: RecordedSteps, record: SpanRecord, tool: str) -> bool:
         """Whether a foreign step span is another view of a step of ours: directly around it with the same
         tool, or anywhere inside it."""
         return recorded.has_second_view(record, tool) or self._inside_our_step(record)
 
-    def _place_orphans(self, recorded: _RecordedSteps) -> None:
+    def _place_orphans(self, recorded: RecordedSteps) -> None:
         """Foreign steps without a run_id join the run span above them, else a run per trace."""
         if not self.orphans:
             return
         for pending in self.orphans:
             if self._a_view(recorded, pending.record, pending.tool):
                 continue  # the same call, seen by a second instrumentation, or a part of a recorded call
-            run_id = _ancestor_run(pending.record, self.run_of_span, self.parents) or pending.record.trace_id
+            run_id = ancestor_run(pending.record, self.run_of_span, self.parents) or pending.record.trace_id
             parts = self._parts(run_id, pending.index)
             parts.first = min(parts.first, pending.index)
             parts.pending.append(pending)
-
-
-class _RecordedSteps:
-    """Where the steps recorded by otel-agent-replay are: (trace, span, tool) and (trace, parent, tool)."""
-
-    __slots__ = ("by_parent", "by_span")
-
-    def __init__(self, runs: dict[str, _RunParts]) -> None:
-        self.by_span: set[tuple[str, str, str]] = set()
-        self.by_parent: set[tuple[str, str, str]] = set()
-        for parts in runs.values():
-            for step in parts.steps:
-                self.by_span.add((step.trace_id, step.span_id, step.tool))
-                self.by_parent.add((step.trace_id, step.parent_span_id, step.tool))
-
-    def has_second_view(self, record: SpanRecord, tool: str) -> bool:
-        """Whether a foreign tool span is another instrumentation's view of a step we recorded.
-
-        An application instrumented twice (a framework's GenAI instrumentation and ``@tool``)
-        writes two nested ``execute_tool`` spans for one call; only ours is a step. Spans of the
-        same tool that are directly parent and child are taken to be one call.
-        """
-        return (record.trace_id, record.span_id, tool) in self.by_parent or (
-            record.trace_id,
-            record.parent_span_id,
-            tool,
-        ) in self.by_span
-
-
-def _ancestor_run(record: SpanRecord, run_of_span: dict[_SpanKey, str], parents: dict[_SpanKey, str]) -> str | None:
-    """The run span nearest above a span in its trace (through spans of any kind)."""
-    trace_id = record.trace_id
-    span_id = record.parent_span_id
-    hops = 0
-    while span_id and hops <= len(parents):
-        key = trace_id + span_id
-        run_id = run_of_span.get(key)
-        if run_id is not None:
-            return run_id
-        span_id = parents.get(key, "")
-        hops += 1
-    return None
 
 
 _seq_order = attrgetter("seq", "start_ns")

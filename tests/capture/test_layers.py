@@ -15,7 +15,7 @@ from helpers.secret_corpus import CORPUS, IDENTIFIERS
 from helpers.secrets import GITHUB_CLASSIC as GITHUB
 
 from otel_agent_replay import Redactor
-from otel_agent_replay.capture import DEFAULT_REDACTOR, KEY_PLACEHOLDER
+from otel_agent_replay.capture import DEFAULT_REDACTOR, KEY_PLACEHOLDER, _entropy
 from otel_agent_replay.capture._detector import DETECTOR
 from otel_agent_replay.capture._entropy import high_entropy_spans, is_identifier_key
 from otel_agent_replay.capture._layers import may_hold, may_hold_json
@@ -219,3 +219,27 @@ def test_ids_that_model_apis_mint_and_agents_echo_are_kept(minted: str) -> None:
 def test_a_list_holding_a_longer_string_is_data_not_a_stream_of_deltas() -> None:
     value = [" ", "e3e70682-c209-4cac-629f-6fbed82c07cd", "red"]  # glued, the UUID would turn into a token
     assert DEFAULT_REDACTOR(value) == value
+
+
+def test_a_segment_is_judged_by_its_classes_as_one_character_at_a_time() -> None:
+    """``_segment_key_like`` counts classes with ``str.translate``; the same verdict as the loop over characters,
+    on generated tokens of every alphabet the runs hold (and a few characters outside it)."""
+    rng = random.Random(30)
+    alphabets = [
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/=",
+        "abcdef0123456789-_",
+        "abcXYZ019_-.~",
+        "aA1",
+        "abcdefghij0é1ü",
+    ]
+    verdicts = set()
+    for _ in range(3000):
+        alphabet = rng.choice(alphabets)
+        token = "".join(rng.choice(alphabet) for _ in range(rng.randint(8, 60)))
+        expected = not (_entropy._HEX.fullmatch(token) or _entropy._NUMBERISH.fullmatch(token)) and (
+            _entropy._segment_key_like_by_char(token)
+        )
+        assert _entropy._segment_key_like(token) == expected, token
+        verdicts.add(expected)
+    assert verdicts == {True, False}

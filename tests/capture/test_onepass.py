@@ -3,6 +3,7 @@ the text valid JSON with every other byte the serialiser's own."""
 
 from __future__ import annotations
 
+import base64
 import random
 import sys
 from pathlib import Path
@@ -11,9 +12,12 @@ import orjson
 import pytest
 from helpers.secret_corpus import CORPUS
 from helpers.secrets import SECRETS, realistic_value
+from kingfisher_sdk import Scanner
 
 from otel_agent_replay.capture import DEFAULT_REDACTOR
+from otel_agent_replay.capture import _onepass as onepass
 from otel_agent_replay.capture._describe import plain_json_names
+from otel_agent_replay.capture._detector import DETECTOR
 from otel_agent_replay.capture._onepass import redact_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
@@ -76,3 +80,69 @@ def test_a_value_that_needs_its_structure_is_left_to_the_walk() -> None:
     text = orjson.dumps(value).decode()
     assert redact_json(COMPILED, text, plain_json_names(value)) is None  # secret key names in it
     assert redact_json(COMPILED, orjson.dumps({"r": orjson.dumps({"a": 1}).decode()}).decode()) is None
+
+
+def _older_json_inside(text: str, at: int) -> bool:
+    """``_json_inside`` before its prefilter on the string's last character (the reference it must agree with)."""
+    end = text.find('"', at + 1)
+    while end > 0 and text[end - 1] == "\\" and onepass._escaped(text, end - 1):
+        end = text.find('"', end + 1)
+    try:
+        orjson.loads(orjson.loads(text[at : end + 1]))
+    except (orjson.JSONDecodeError, TypeError):
+        return False
+    return True
+
+
+def test_the_json_inside_a_string_prefilter_decides_as_the_parse() -> None:
+    rng = random.Random(30)
+    inner = [
+        orjson.dumps({"a": [1, 2], "b": "x"}).decode(),
+        orjson.dumps([{"k": None}]).decode(),
+        "[server]\nhost = 0.0.0.0",
+        "[1, 2]\n",
+        "[1, 2] \t\r\n ",
+        '{"a": 1}\u000b',
+        "[]",
+        "{}",
+        "[1, 2]]",
+        "[not json}",
+        "{broken",
+    ]
+    for _ in range(300):
+        piece = rng.choice(inner)
+        cut = piece[: rng.randint(1, len(piece))] if rng.random() < 0.3 else piece
+        tail = rng.choice(["", " ", "\n", "\t", "\r", "\\", '"', "\x01", "n", "]", "}"])
+        value = {"before": "x", "s": cut + tail, "after": [1]}
+        text = orjson.dumps(value).decode()
+        at = text.index('"s":') + 4
+        if text[at + 1] not in "{[":
+            continue
+        assert onepass._json_inside(text, at) == _older_json_inside(text, at), repr(cut + tail)
+
+
+def test_the_detector_finds_in_the_text_what_it_found_with_its_own_base64_decoding() -> None:
+    """The scanner runs without Kingfisher's base64 decoding: what that decoding finds is reported decoded, never
+    a substring of the text, so the tokens to remove are the same (capture decodes base64 of text itself)."""
+    with_base64 = Scanner()
+    for index, sample in enumerate(CORPUS):
+        encoded = base64.b64encode(sample.text.encode()).decode()
+        for text in (sample.text, orjson.dumps(_placed(sample.text, index)).decode(), f"{sample.text} {encoded}"):
+            found = {f.secret for f in with_base64.scan(text)}
+            kept = sorted((s for s in found if isinstance(s, str) and len(s) >= 8 and s in text), key=len, reverse=True)
+            assert set(DETECTOR.known_tokens(text)) == set(kept), sample.name
+
+
+def test_the_gate_finds_with_re2s_own_search_what_the_bindings_finditer_finds() -> None:
+    texts = [orjson.dumps(value).decode() for value in redact_corpus.shapes(20_000).values()]
+    texts += [orjson.dumps(_placed(sample.text, index)).decode() for index, sample in enumerate(CORPUS)]
+    texts += ["", "key", 'x"{"', "PASSWORD: ${PASSWORD}\n" * 40]
+    hits = 0
+    for text in texts:
+        if not text.isascii():
+            continue
+        data = text.encode("ascii")
+        expected = [match.start() for match in onepass._GATE_BYTES.finditer(data)]
+        assert onepass._gate_starts(text, data) == expected
+        hits += len(expected)
+    assert onepass._GATE_MATCH is not None and hits > 100  # the direct search was the one tried, on many hits

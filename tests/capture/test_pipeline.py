@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import random
 from pathlib import Path
 
 import orjson
@@ -20,6 +21,7 @@ from otel_agent_replay.capture import (
     messages_json,
     usage_tokens,
 )
+from otel_agent_replay.capture._pipeline import _no_long_string
 
 
 def test_arguments_are_canonical_redacted_and_keyed() -> None:
@@ -66,3 +68,19 @@ def test_usage_and_messages() -> None:
     assert usage_tokens("no usage") == (None, None)
     assert messages_json({"messages": [{"role": "user"}]}) == '[{"role":"user"}]'
     assert messages_json({"text": "x"}) is None
+
+
+def test_the_long_string_check_decides_as_splitting_the_text() -> None:
+    """``_no_long_string`` looks at windows of the text instead of splitting it: the same answer as the split,
+    on generated JSON with strings just under, at and over the limit, anywhere in the text."""
+    rng = random.Random(30)
+    limit = 64
+    for _ in range(400):
+        value = [
+            "x" * rng.choice((0, 1, limit // 2, limit - 1, limit, limit + 1, 2 * limit + 3))
+            + rng.choice(("", ' "q" ', "é"))
+            for _ in range(rng.randint(1, 12))
+        ]
+        text = orjson.dumps(value).decode()
+        split = '\\"' not in text and max(map(len, text.split('"'))) <= limit
+        assert _no_long_string(text, limit) == split, text

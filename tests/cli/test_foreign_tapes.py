@@ -37,7 +37,7 @@ from otel_agent_replay.capture import DEFAULT_REDACTOR
 from otel_agent_replay.capture._layers import LAYER_NAMES
 from otel_agent_replay.capture._redact_rules import PATTERN_NAMES
 from otel_agent_replay.cli import main
-from otel_agent_replay.cli._regress import check_tapes
+from otel_agent_replay.cli._check import check_tapes
 from otel_agent_replay.core import attributes as A
 
 SAMPLES = ALL_SAMPLES

@@ -11,7 +11,7 @@ import pytest
 
 from otel_agent_replay import Redactor, agent_run, record, tool
 from otel_agent_replay.cli import main
-from otel_agent_replay.cli._regress import (
+from otel_agent_replay.cli._check import (
     CHECK_FORMAT,
     CHECK_PROVENANCE,
     CHECK_SECRET,

@@ -3,7 +3,11 @@ generativelanguage.googleapis.com: camelCase JSON, and server-sent events (``dat
 ``\\r\\n\\r\\n`` separator) for ``:streamGenerateContent?alt=sse``.
 
 The answer echoes the last user text (``You said: …``), so a changed prompt changes it; the model
-``rate-limited`` gets Gemini's 429 error body.
+``rate-limited`` gets Gemini's 429 error body. A request that declares functions
+(``tools[].functionDeclarations``) and whose last turn is the user's text is answered with a
+``functionCall`` of the first one, each string parameter set to the user text's last word; once the
+last turn carries the ``functionResponse``, the answer is text quoting it (``Done: …``), as an agent
+loop (google-adk's) expects.
 """
 
 from __future__ import annotations
@@ -41,6 +45,42 @@ def _chunk(model: str, text: str, last: bool) -> dict[str, Any]:
     }
 
 
+def _declared(body: dict[str, Any]) -> dict[str, Any] | None:
+    for tool in body.get("tools") or []:
+        for declaration in tool.get("functionDeclarations") or []:
+            return dict(declaration)
+    return None
+
+
+def _function_turn(model: str, body: dict[str, Any]) -> dict[str, Any] | None:
+    """The answer of a request that declares functions: a call of the first one, or text about its response."""
+    declaration = _declared(body)
+    contents = body.get("contents") or []
+    if declaration is None or not contents:
+        return None
+    last = contents[-1].get("parts") or []
+    responses = [part["functionResponse"] for part in last if "functionResponse" in part]
+    if responses:
+        text = "Done: " + json.dumps(responses[0].get("response"), sort_keys=True)
+        return _chunk(model, text, last=True)
+    schema = (  # google-genai sends the JSON schema under its snake_case name, which the API reads too
+        declaration.get("parameters")
+        or declaration.get("parametersJsonSchema")
+        or declaration.get("parameters_json_schema")
+        or {}
+    )
+    word = (_user_text(body).split() or [""])[-1].strip(".?!")
+    args = {
+        name: word
+        for name, prop in (schema.get("properties") or {}).items()
+        if str(prop.get("type")).lower() == "string"
+    }
+    call = {"functionCall": {"name": declaration["name"], "args": args}}
+    answer = _chunk(model, "", last=True)
+    answer["candidates"][0]["content"]["parts"] = [call]
+    return answer
+
+
 def _answer(seen: Seen) -> Reply:
     if seen.method == "GET" and _MODELS.search(seen.path):
         return json_reply(200, {"models": [{"name": "models/gemini-test", "displayName": "Gemini Test"}]})
@@ -56,6 +96,9 @@ def _answer(seen: Seen) -> Reply:
             "status": "RESOURCE_EXHAUSTED",
         }
         return json_reply(429, {"error": error})
+    turn = _function_turn(model, body) if method == "generateContent" else None
+    if turn is not None:
+        return json_reply(200, turn)
     if method == "generateContent":
         text = json.dumps(_chunk(model, f"You said: {_user_text(body)}", last=True), indent=2) + "\n"
         return Reply(200, "application/json; charset=UTF-8", [text.encode()])  # indented, as Google writes it

@@ -30,9 +30,10 @@ def _run(mode: str, tape: Path, url: str, lib: str, where: str) -> dict[str, Any
         capture_output=True,
         text=True,
         timeout=240,
-        env={**os.environ, "PYTHONPATH": str(TESTS)},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])},
     )
     assert done.returncode == 0, done.stderr
+    assert "could not put its capture point" not in done.stderr, done.stderr  # every capture point went in
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 

@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from otel_agent_replay import SideEffectRefused, agent_run, load_tape, record, replay
+from otel_agent_replay import ReplayWarning, SideEffectRefused, agent_run, load_tape, record, replay
 from otel_agent_replay.integrations import patched
 
 SERVER = Path(__file__).parent / "mcp_crm_server.py"  # its folder holds no module named like a standard one
@@ -73,3 +73,30 @@ def test_a_destructive_tool_is_refused_with_no_server(tape: Path, tmp_path: Path
     with pytest.raises(SideEffectRefused, match="delete_customer"), replay(tape):
         asyncio.run(_agent(_params(markers, broken=True)))
     assert list(markers.iterdir()) == []
+
+
+@pytest.mark.parametrize("mode", ["new_episodes", "once"])
+def test_a_replay_that_talks_to_the_live_stdio_server_uses_the_recorded_handshake(
+    tape: Path, tmp_path: Path, mode: str
+) -> None:
+    """``new_episodes`` (and ``once`` of a recorded tape) start the real server, since a miss may run live:
+    the handshake goes to it, and its recorded steps are matched, never left unused."""
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    with record(tape):
+        asyncio.run(_agent(_params(markers), delete=False))
+    recorded = {step.tool for run in load_tape(tape).runs for step in run.steps}
+    assert recorded & {"mcp.initialize", "mcp.server/discover"} and "mcp.list_tools" in recorded
+    lines = len(tape.read_bytes().splitlines())
+    (markers / "started").unlink()
+
+    with (
+        pytest.warns(ReplayWarning, match="started a process"),  # the live server: said, and counted
+        replay(tape, mode=mode) as session,
+    ):
+        names, results = asyncio.run(_agent(_params(markers), delete=False))
+    assert (markers / "started").exists()  # the live server ran, and answered the handshake
+    assert names == ["lookup", "delete_customer"] and _texts(results) == ["ada: gold tier"]
+    assert session.stats.unused == 0 and session.stats.misses == 0 and session.stats.child_processes == 1
+    assert session.stats.live_tool_calls == 0  # every call, the handshake's included, matched the tape
+    assert len(tape.read_bytes().splitlines()) == lines  # and nothing was appended

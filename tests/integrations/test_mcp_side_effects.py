@@ -170,10 +170,8 @@ def test_a_declaration_wins_over_the_servers_listing(tape: Path, markers: Path, 
     assert _ran(markers) == [] and session.stats.refused_side_effects == 2  # both purges refused
     # And the other way: the user vouches for prod's purge (on a tape edited to read-only, a miss).
     _edit_to_read_only(tape)
-    # Over stdio, new_episodes talks to the live servers: their handshake steps on the tape (mcp.server/discover)
-    # go unused (a gap of the transport layer, not of who decides a side effect), hence allow_unused there.
     vouched = {"prod/purge": "read_only"}
-    with replay(tape, mode="new_episodes", mcp_side_effects=vouched, allow_unused=transport == "stdio") as session:
+    with replay(tape, mode="new_episodes", mcp_side_effects=vouched) as session:
         outcomes = asyncio.run(_agent(*_servers(transport, markers), extra="cache"))
     assert outcomes[2:] == ["purged logs", "purged cache"]  # served from the tape, then run live and appended
     assert _ran(markers) == ["purged-cache"]

@@ -300,3 +300,40 @@ def test_the_child_exit_status_is_the_commands_own(cli: Cli, proxy_env: dict[str
     done = cli("record", str(tmp_path / "t.jsonl"), "--", sys.executable, "-c", "raise SystemExit(7)", env=proxy_env)
     assert done.returncode == 7, done.stderr
     assert os.path.exists(tmp_path / "t.jsonl")
+
+
+PYTHON_AGENT = """
+import json, sys, openai
+prompt = sys.argv[1] if len(sys.argv) > 1 else "hello from python"
+answer = openai.OpenAI(max_retries=0).chat.completions.create(
+    model="gpt-4o-mini", messages=[{"role": "user", "content": prompt}]
+)
+print(json.dumps({"answer": answer.choices[0].message.content}), flush=True)
+"""
+
+
+def test_show_diff_and_the_store_read_a_command_tape_like_any_other(
+    cli: Cli, proxy_env: dict[str, str], tmp_path: Path
+) -> None:
+    agent = tmp_path / "agent.py"
+    agent.write_text(PYTHON_AGENT)
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    with fake_provider() as fake:
+        env = {**proxy_env, "OPENAI_BASE_URL": fake.openai_url, "OPENAI_API_KEY": "sk-" + os.urandom(8).hex()}
+        for tape, words in ((first, []), (second, ["a changed prompt"])):
+            done = cli("record", str(tape), "--agent", "py-agent", "--", sys.executable, str(agent), *words, env=env)
+            assert done.returncode == 0, done.stderr
+    (run,) = load_tape(first).runs  # one run per command, named by --agent
+    assert run.agent_name == "py-agent"
+    assert int(run.attributes[A.PROCESS_PID]) > 0 and str(agent) in run.attributes[A.PROCESS_COMMAND]
+
+    shown = cli("show", str(first), env=proxy_env)
+    assert shown.returncode == 0, shown.stderr
+    assert "py-agent" in shown.stdout and "gpt-4o-mini" in shown.stdout
+    same = cli("diff", str(first), str(first), env=proxy_env)
+    assert same.returncode == 0, same.stdout + same.stderr
+    changed = cli("diff", str(first), str(second), env=proxy_env)
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    assert "a changed prompt" in changed.stdout
+    stored = cli("ingest", str(first), str(second), "--db", str(tmp_path / "evidence.db"), env=proxy_env)
+    assert stored.returncode == 0, stored.stderr

@@ -41,7 +41,7 @@ from opentelemetry.trace import Link, Status, StatusCode
 
 from otel_agent_replay import Redactor, agent_run, load_tape, record, replay, tool
 from otel_agent_replay.cli import main
-from otel_agent_replay.cli._regress import CHECK_SECRET, check_tapes
+from otel_agent_replay.cli._check import CHECK_SECRET, check_tapes
 
 
 class Leaky(Exception):

@@ -27,7 +27,7 @@ from otel_agent_replay import Redactor, agent_run, load_tape, record, replay, to
 from otel_agent_replay.capture._redact_rules import compile_rules
 from otel_agent_replay.capture._scan import _fields, _replace
 from otel_agent_replay.cli import main
-from otel_agent_replay.cli._regress import check_tapes
+from otel_agent_replay.cli._check import check_tapes
 from otel_agent_replay.core import attributes as A
 
 

@@ -4,6 +4,8 @@ probability set per case and version, the tools are replayed, every run is store
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import pytest
 from helpers import quiz_agent as quiz
 from helpers.model_server import FakeProvider, fake_provider
 
-from otel_agent_replay import ConfigurationError, regress
+from otel_agent_replay import ConfigurationError, agent_run, record, regress
 from otel_agent_replay.cli import main
 from otel_agent_replay.cli._cost import model_price
 from otel_agent_replay.store import CaseVerdict, format_report, open_store, report_rows
@@ -138,6 +140,26 @@ def test_workers_run_the_repetitions_in_parallel_processes(provider: FakeProvide
     assert sorted((_name(s.input), s.repetition) for s in stored) == [
         (case, n) for case in ("dead", "steady") for n in (1, 2, 3)
     ]
+
+
+def test_workers_take_the_callers_environment_not_the_fork_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """multiprocessing's fork server is started once per process and keeps the environment of its start: here a
+    block's forkserver child starts it (or it runs since an earlier test) before the provider's address is set."""
+    monkeypatch.delenv(quiz.URL_ENV, raising=False)
+    with record(tmp_path / "block.jsonl"), agent_run("block"):
+        child = multiprocessing.get_context("forkserver").Process(target=os.getpid)
+        child.start()
+        child.join(60)
+    assert child.exitcode == 0
+    with fake_provider() as fp:
+        fp.odds.update(ODDS)
+        monkeypatch.setenv(quiz.URL_ENV, fp.url)
+        suite = quiz.record_suite(tmp_path / "suite", ("steady",), fp.url)
+        result = regress(suite, quiz.quiz_v1, agent_version="v1", store=str(tmp_path / "e.db"), repeat=2, workers=2)
+        assert [c.error for c in result.cases] == [None, None]
+        assert fp.draws == {("steady", "v1"): 2}  # the workers reached the provider named after the server started
 
 
 def test_workers_need_agents_they_can_pickle(provider: FakeProvider, tmp_path: Path) -> None:

@@ -1,9 +1,11 @@
-"""Processes started from a replay's context run outside it: counted in ``child_processes`` and warned once."""
+"""Processes started from a replay's context: counted in ``child_processes`` and warned once; every way of
+starting one (``spawnv_passfds`` included) gives it the replay's proxy, and a Python one joins the replay."""
 
 from __future__ import annotations
 
 import _posixsubprocess
 import contextvars
+import json
 import multiprocessing
 import multiprocessing.util
 import os
@@ -18,10 +20,14 @@ from pathlib import Path
 
 import pytest
 from helpers.child_tools import append_note
+from helpers.counted_rest_server import rest_server
+from helpers.passfds_curl import post_by_spawnv_passfds
 from helpers.pinged import ping, ping_tape
 
-from otel_agent_replay import agent_run, record, replay
+from otel_agent_replay import agent_run, load_tape, record, replay
+from otel_agent_replay.core import SideEffectRefused
 from otel_agent_replay.instrumentation import agent_commit
+from otel_agent_replay.proxy import mitmdump
 from otel_agent_replay.replayer import _audit
 
 TESTS = Path(__file__).resolve().parent.parent
@@ -32,12 +38,13 @@ def recorded(tape: Path) -> Path:
     return ping_tape(tape)
 
 
-@pytest.fixture
-def noted(tape: Path, tmp_path: Path) -> Path:
-    notes = tmp_path / "notes.txt"
+def _noted(tape: Path, notes: Path, start: str) -> Path:
+    """A tape of the agent's note and a child's, each written for real."""
     with record(tape), agent_run("a"):
         ping()
         append_note(str(notes), "in the agent")
+        STARTS[start](notes)
+    assert notes.read_text(encoding="utf-8").count("\n") == 2
     notes.unlink()
     return tape
 
@@ -96,20 +103,48 @@ STARTS: dict[str, Callable[[Path], None]] = {
 
 
 @pytest.mark.parametrize("start", list(STARTS))
-def test_a_write_tool_called_in_a_child_process_is_counted_and_warned(noted: Path, tmp_path: Path, start: str) -> None:
+def test_a_write_tool_called_in_a_child_process_is_answered_counted_and_warned(
+    tape: Path, tmp_path: Path, start: str
+) -> None:
     notes = tmp_path / "notes.txt"
+    noted = _noted(tape, notes, start)
     with pytest.warns(Warning) as caught, replay(noted, stub=["append_note"]) as session, agent_run("a"):
         ping()
         assert append_note(str(notes), "in the agent") == "written"  # served from the tape here …
-        assert not notes.exists()
-        STARTS[start](notes)  # … but the child runs it for real
-    assert notes.read_text(encoding="utf-8").count("\n") == 1  # the child's side effect happened
-    assert session.stats.child_processes == 1 and session.stats["child_processes"] == 1
-    assert session.stats.stubbed_side_effects == 1 and session.stats.real_side_effects == 0
+        STARTS[start](notes)  # … and in the child, which joined the replay
     [message] = [str(w.message) for w in caught if "child_processes" in str(w.message)]
-    assert str(noted) in message and "copy_context" in message and "in the child" in message
-    if start in ("posix_spawnp", "spawnv_passfds"):
-        assert message.startswith({"posix_spawnp": "os.posix_spawn(", "spawnv_passfds": "multiprocessing.util."}[start])
+    assert session.stats.child_processes == 1 and session.stats["child_processes"] == 1
+    assert session.stats.real_side_effects == 0 and str(noted) in message and "copy_context" in message
+    assert not notes.exists()  # no side effect happened
+    assert session.stats.stubbed_side_effects == 2
+    assert "joins the replay" in message
+    if start == "posix_spawnp":
+        assert message.startswith("os.posix_spawn(")
+    if start == "spawnv_passfds":  # _posixsubprocess.fork_exec called by its module's name, no audit event
+        assert message.startswith("multiprocessing.util.spawnv_passfds(")
+
+
+def test_a_spawnv_passfds_post_is_recorded_then_refused_with_no_host_allowed(tape: Path, tmp_path: Path) -> None:
+    """Issue 31's edge, the server up all along: a ``curl -X POST`` started by multiprocessing's helper is a step
+    of the recording; in a strict replay with ``allow_hosts=[]`` it goes to the replay's proxy and is refused
+    there (curl sees an HTTP error): 0 requests, 0 bytes at the server; the process is counted."""
+    mitmdump()  # the proxy's program, or how to install it
+    with rest_server() as server:
+        with record(tape), agent_run("a"):
+            ping()
+            live = post_by_spawnv_passfds(f"{server.url}/items", '{"name": "lamp"}', tmp_path)
+        assert live.status == 201 and json.loads(live.body) == {"id": 99, "name": "lamp"}
+        assert [r[:2] for r in server.requests] == [("POST", "/items")]
+        (run,) = load_tape(tape).runs
+        assert [s.tool for s in run.steps] == ["ping", f"POST 127.0.0.1:{server.port}/items"]
+        seen = (len(server.requests), server.received, server.connections)
+
+        with pytest.raises(SideEffectRefused), replay(tape, allow_hosts=[]) as session, agent_run("a"):
+            ping()
+            replayed = post_by_spawnv_passfds(f"{server.url}/items", '{"name": "lamp"}', tmp_path)
+        assert replayed.status == 403 and "SideEffectRefused" in replayed.body
+        assert (len(server.requests), server.received, server.connections) == seen  # not a byte reached it
+    assert session.stats.child_processes == 1 and session.stats.refused_side_effects == 1
 
 
 def test_each_process_is_counted_and_the_warning_comes_once(recorded: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from otel_agent_replay import TapeFormatError, TapeNotFoundError, agent_run, load_tape, record, replay, tool
 from otel_agent_replay.cli import main
-from otel_agent_replay.cli._regress import CHECK_FORMAT
+from otel_agent_replay.cli._check import CHECK_FORMAT
 
 
 @tool(side_effect="read_only")

@@ -1,4 +1,4 @@
-"""The regression commands: ``diff`` two runs, ``stats`` of a tape, ``check`` tapes before CI trusts them."""
+"""``check`` tapes before CI trusts them: format, unredacted secrets, staleness, tool versions, provenance."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import datetime as _dt
 import re
 import warnings
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,17 +15,14 @@ from typing import Any
 import orjson
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress
-from rich.table import Table
 
 from otel_agent_replay.capture import DEFAULT_REDACTOR
-from otel_agent_replay.comparison import STRICT, Policy, compare, short
 from otel_agent_replay.conversation import redact_stream
-from otel_agent_replay.core import SideEffect, StepKind, TapeFormatError, TapeNotFoundError, TapeWarning, visible
+from otel_agent_replay.core import StepKind, TapeFormatError, TapeNotFoundError, TapeWarning
 from otel_agent_replay.core import attributes as A
-from otel_agent_replay.tape import Run, Tape, load_tape, removed_lines
+from otel_agent_replay.tape import Run, load_tape, removed_lines
 
-from ._output import dump_json
+from ._output import dump_json, with_progress
 from ._stand_ins import only_stand_ins, tape_stand_ins
 
 # ``check`` exit status: one bit per kind of failure, OR-ed together.
@@ -42,147 +39,6 @@ _CHECK_EPILOG = (
     "a step past its expires_at), 8 (steps of one tool disagree on tool_version), 16 (with --provenance: a run "
     "or model step lacks what it was captured with: SDK version, recorded_at, provider, model)."
 )
-
-_PROGRESS_TAPES = 4
-_PROGRESS_BYTES = 20 * 1024 * 1024
-
-
-def _with_progress(paths: list[str], err: Console) -> Iterator[str]:
-    """Yield the paths, showing a progress bar on a terminal when there are many or large tapes."""
-    sizes = [Path(p).stat().st_size if Path(p).exists() else 0 for p in paths]
-    if err.is_terminal and (len(paths) >= _PROGRESS_TAPES or sum(sizes) >= _PROGRESS_BYTES):
-        with Progress(console=err, transient=True) as progress:
-            task = progress.add_task("reading tapes", total=sum(sizes) or len(paths))
-            for path, size in zip(paths, sizes, strict=True):
-                yield path
-                progress.advance(task, size or 1)
-        return
-    yield from paths
-
-
-# --- diff --------------------------------------------------------------------------------
-
-
-def _policy(args: argparse.Namespace) -> Policy:
-    base = STRICT if args.strict else Policy()
-    unordered: dict[str, str | None] = {}
-    for spec in args.unordered or ():
-        pattern, _, key = spec.partition("=")
-        unordered[pattern] = key or None
-    return Policy(ignore=base.ignore + tuple(args.ignore or ()), unordered=unordered)
-
-
-def _cmd_diff(args: argparse.Namespace, out: Console, err: Console) -> int:
-    # tapes another tool wrote may hold secrets: read them through the redactor capture uses
-    left, right = load_tape(args.a, redactor=DEFAULT_REDACTOR), load_tape(args.b, redactor=DEFAULT_REDACTOR)
-    result = compare(left, right, _policy(args))
-    if args.html:
-        from otel_agent_replay.pages import diff_page  # only when asked: the pages bring the store's report
-
-        page = diff_page(result, left.runs, right.runs)
-        Path(args.html).write_text(page, encoding="utf-8")
-        err.print(f"wrote {escape(args.html)}")
-    if args.json:
-        dump_json(result.to_json())
-        return 0 if result.same else 1
-    for fork in result.forks:
-        out.print(f"[cyan]{escape(visible(str(fork), newlines=False))}[/cyan]")
-    if result.same:
-        out.print(f"[green]same[/green]: {escape(result.left)} and {escape(result.right)} do not diverge")
-        return 0
-    out.print(
-        f"[bold]{escape(result.left)}[/bold] → [bold]{escape(result.right)}[/bold]: [red]{result.headline()}[/red]"
-    )
-    for i, cause in enumerate(result.causes):
-        mark = "[bold red]first cause[/bold red]" if i == 0 else "[bold]cause[/bold]"
-        where = f" {escape(cause.step)}" if cause.step else ""
-        out.print(f"  {mark} [yellow]{escape(cause.origin.value)}[/yellow]{where}")
-        for d in cause.differences:
-            out.print(f"      {escape(d.kind.value)} {escape(d.path)}")
-            out.print(f"      [red]- {escape(short(d.left, 160))}[/red]")
-            out.print(f"      [green]+ {escape(short(d.right, 160))}[/green]")
-        if cause.consequences:
-            out.print(f"    [dim]{cause.count} consequence(s):[/dim]")
-        for c in cause.consequences:
-            d = c.difference
-            out.print(
-                f"      [dim]{escape(c.carried.value):>6}[/dim] {escape(d.kind.value)} {escape(d.step)} "
-                f"{escape(d.path)}: {escape(short(d.left, 60))} → {escape(short(d.right, 60))}"
-            )
-    return 1
-
-
-# --- stats -------------------------------------------------------------------------------
-
-
-@dataclass
-class _ToolStats:
-    calls: int = 0
-    errors: int = 0
-    retries: int = 0
-    total_ns: int = 0
-    max_ns: int = 0
-    side_effect: str | None = None
-
-    def to_json(self, tool: str) -> dict[str, Any]:
-        return {
-            "tool": tool,
-            "calls": self.calls,
-            "errors": self.errors,
-            "error_rate": round(self.errors / self.calls, 4) if self.calls else 0.0,
-            "mean_ms": round(self.total_ns / self.calls / 1e6, 3) if self.calls else 0.0,
-            "max_ms": round(self.max_ns / 1e6, 3),
-            "retries": self.retries,
-            "side_effect": self.side_effect,
-            "side_effect_calls": self.calls if self.side_effect not in (None, "model", SideEffect.READ_ONLY) else 0,
-        }
-
-
-def tape_stats(tapes: Iterable[Tape]) -> list[dict[str, Any]]:
-    """Per tool: calls, errors, error rate, mean/max latency, retries, side-effect calls."""
-    per_tool: dict[str, _ToolStats] = defaultdict(_ToolStats)
-    for tape in tapes:
-        for run in tape.runs:
-            seen: set[tuple[str, object]] = set()
-            for step in run.steps:
-                stats = per_tool[step.tool]
-                stats.calls += 1
-                stats.errors += step.error is not None
-                stats.total_ns += max(step.duration_ns, 0)
-                stats.max_ns = max(stats.max_ns, step.duration_ns)
-                stats.side_effect = ("model" if step.kind == StepKind.LLM else step.side_effect) or stats.side_effect
-                call = (step.call_key, step.attributes.get(A.TARGET))
-                if call in seen:
-                    stats.retries += 1  # the same call on the same target again in one run
-                seen.add(call)
-    return [per_tool[name].to_json(name) for name in sorted(per_tool)]
-
-
-def _cmd_stats(args: argparse.Namespace, out: Console, err: Console) -> int:
-    tapes = [load_tape(path, redactor=DEFAULT_REDACTOR) for path in _with_progress(list(args.tapes), err)]
-    rows = tape_stats(tapes)
-    if args.json:
-        dump_json(rows)
-        return 0
-    table = Table(title=f"{sum(len(t.runs) for t in tapes)} run(s) on {len(tapes)} tape(s)")
-    for column in ("tool", "calls", "errors", "error rate", "mean ms", "max ms", "retries", "side effect"):
-        table.add_column(column, justify="left" if column in ("tool", "side effect") else "right")
-    for row in rows:
-        table.add_row(
-            escape(row["tool"]),
-            str(row["calls"]),
-            str(row["errors"]),
-            f"{row['error_rate']:.1%}",
-            f"{row['mean_ms']:.1f}",
-            f"{row['max_ms']:.1f}",
-            str(row["retries"]),
-            escape(row["side_effect"] or "undeclared"),
-        )
-    out.print(table)
-    return 0
-
-
-# --- check -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -398,7 +254,7 @@ def age_days(text: str) -> float:
 
 def _cmd_check(args: argparse.Namespace, out: Console, err: Console) -> int:
     max_age = args.max_age if args.max_age is not None else args.max_age_days
-    findings = check_tapes(_with_progress(list(args.tapes), err), max_age_days=max_age, provenance=args.provenance)
+    findings = check_tapes(with_progress(list(args.tapes), err), max_age_days=max_age, provenance=args.provenance)
     status = 0
     for finding in findings:
         status |= _BITS[finding.kind]
@@ -413,38 +269,7 @@ def _cmd_check(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def register(sub: Any) -> None:
-    """Add ``diff``, ``stats`` and ``check`` to the command's subparsers."""
-    diff = sub.add_parser(
-        "diff",
-        help="compare two runs (or tapes, run by run)",
-        epilog="exit status: 0 same, 1 the runs diverge (like diff(1)), 2 a tape could not be read",
-    )
-    diff.add_argument("a", help="the reference tape (e.g. the recording)")
-    diff.add_argument("b", help="the tape to compare (e.g. the replay or a new version)")
-    diff.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
-    diff.add_argument(
-        "--ignore",
-        action="append",
-        metavar="PATTERN",
-        help="also ignore this path pattern, e.g. 'result.*.updated' or 'search:result' (repeatable)",
-    )
-    diff.add_argument(
-        "--unordered",
-        action="append",
-        metavar="PATTERN[=KEY]",
-        help="compare lists at this path without regard to order, keyed by KEY (repeatable)",
-    )
-    diff.add_argument("--strict", action="store_true", help="do not ignore timestamps, request ids and token counts")
-    diff.add_argument(
-        "--html", metavar="FILE", help="also write the two tapes side by side, differences marked, as one HTML page"
-    )
-    diff.set_defaults(handler=_cmd_diff)
-
-    stats = sub.add_parser("stats", help="per tool: calls, error rate, latency, retries, side effects")
-    stats.add_argument("tapes", nargs="+", help="one or more tapes")
-    stats.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
-    stats.set_defaults(handler=_cmd_stats)
-
+    """Add ``check`` to the command's subparsers."""
     check = sub.add_parser(
         "check", help="check tapes: format, unredacted secrets, staleness, tool versions", epilog=_CHECK_EPILOG
     )
@@ -460,4 +285,14 @@ def register(sub: Any) -> None:
     check.set_defaults(handler=_cmd_check)
 
 
-__all__ = ["Finding", "age_days", "check_tapes", "register", "tape_stats"]
+__all__ = [
+    "CHECK_FORMAT",
+    "CHECK_PROVENANCE",
+    "CHECK_SECRET",
+    "CHECK_STALE",
+    "CHECK_VERSIONS",
+    "Finding",
+    "age_days",
+    "check_tapes",
+    "register",
+]
