@@ -21,7 +21,7 @@ import pytest
 from helpers.secret_corpus import CORPUS
 
 from otel_agent_replay import Redactor, agent_run, load_tape, record, replay, tool
-from otel_agent_replay.cli._regress import check_tapes
+from otel_agent_replay.cli._check import check_tapes
 from otel_agent_replay.core import RecordingWarning
 from otel_agent_replay.core import attributes as A
 
