@@ -12,6 +12,8 @@ keep theirs. ``StandIns.table`` says which stand-ins the tape holds and the mark
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import re
 import threading
@@ -27,6 +29,8 @@ __all__ = ["MARKER", "StandInTable", "StandIns", "stand_in_shape"]
 
 MARKER: Final = re.compile(r"\[REDACTED(?::[A-Za-z0-9_]+)?\]")
 """A redaction marker, as the redactor writes it."""
+_ATTEMPTS: Final = 16
+"""Stand-ins drawn for one secret before its marker is kept (when its shape has room for so few)."""
 
 
 class StandIns:
@@ -36,6 +40,10 @@ class StandIns:
         self._key = os.urandom(32)
         self._lock = threading.Lock()
         self._made: dict[str, str] = {}  # stand-in -> the marker it first stood for
+        # In memory only, never written: which secret (by its HMAC under the key) each stand-in was drawn
+        # for, so that two secrets never share one, and the same secret always gets its own again.
+        self._drawn_for: dict[str, bytes] = {}
+        self._stand_in_of: dict[bytes, str] = {}
 
     @property
     def table(self) -> dict[str, str]:
@@ -54,10 +62,21 @@ class StandIns:
         with self._lock:
             if secret in self._made:
                 return secret
-        out = stand_in_shape(secret, self._key)
-        if out != "[REDACTED]":
-            with self._lock:
-                self._made.setdefault(out, marker)
+        digest = hmac.new(self._key, secret.encode("utf-8"), hashlib.sha256).digest()
+        with self._lock:
+            out = self._stand_in_of.get(digest, "")
+            if out:
+                return out
+            for attempt in range(_ATTEMPTS):
+                out = stand_in_shape(secret, self._key, attempt)
+                if out == "[REDACTED]":
+                    return out
+                if self._drawn_for.setdefault(out, digest) == digest:
+                    break
+            else:
+                return marker  # a shape too small to tell this secret from the others: the marker stays
+            self._stand_in_of[digest] = out
+            self._made.setdefault(out, marker)
         return out
 
     def text(self, original: str, redacted: str, made: dict[str, str] | None = None) -> str:

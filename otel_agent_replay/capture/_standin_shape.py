@@ -12,10 +12,12 @@ one). What the tape then carries in place of the marker is a stand-in, made here
   stays hex, digits stay digits, each of upper case, lower case, digits and each symbol the run had is in
   its stand-in), so the length and the classes are the same;
 - a run of 12 characters or more starts with a visible mark: a run of one character
-  (``X`` where upper case is allowed, ``x`` for lower case, ``0`` for digits and hex) filling all but a few
-  of its characters. That reads as a stand-in, and it leaves the string far below the Shannon entropy that
-  secret scanners (gitleaks' rules, push protection) ask of a live credential;
-- a GitHub token's last six characters (its CRC32 checksum) never check, nor does any Luhn-shaped number.
+  (``X`` where upper case is allowed, ``x`` for lower case, ``0`` for digits and hex) filling all but four
+  of its characters (or as many as the run has classes). That reads as a stand-in, and it leaves the
+  string below the Shannon entropy that secret scanners (gitleaks' rules, push protection) ask of a live
+  credential;
+- the last six characters of a GitHub or npm token (a CRC32 checksum) never check; other vendors' checksums
+  fail by the mark itself (a run of one character is not what any vendor mints).
 
 The drawn characters come from HMAC-SHA256 under a key of 32 random bytes made when the ``StandIns`` is made
 (one per recording, so per tape) and never written anywhere. The same secret gets the same stand-in
@@ -112,8 +114,10 @@ _RUN: Final = re.compile(r"[A-Za-z0-9]+")
 _WIDE_RUN: Final = re.compile(r"[A-Za-z0-9+/_-]+")
 _MARK_FROM: Final = 12
 """A run this long or longer carries the visible mark."""
-_DRAWN: Final = 8
-"""Characters of a marked run still drawn (so that two secrets' stand-ins differ)."""
+_DRAWN: Final = 4
+"""Characters of a marked run still drawn: few, so that the string's entropy stays below what secret scanners
+ask of a credential (gitleaks: 2 bits a character on most prefixed formats, counting the prefix); two
+secrets of one tape that draw the same stand-in are told apart by ``StandIns`` (another attempt)."""
 _BASE62: Final = _DIGIT + _UPPER + _LOWER
 _SPACE: Final = re.compile(r"(\s+)")
 _SCHEMES: Final = frozenset({"Bearer", "bearer", "Basic", "basic", "token", "Token", "Digest", "SSWS", "ApiKey"})
@@ -133,10 +137,11 @@ def _alphabet(run: str) -> tuple[str, tuple[str, ...], str]:
 
 
 class _Stream:
-    """Pseudo-random indexes from HMAC-SHA256(key, secret ‖ counter)."""
+    """Pseudo-random indexes from HMAC-SHA256(key, secret ‖ attempt ‖ counter)."""
 
-    def __init__(self, key: bytes, secret: str) -> None:
-        self._key, self._secret, self._counter, self._pool = key, secret.encode("utf-8"), 0, b""
+    def __init__(self, key: bytes, secret: str, attempt: int) -> None:
+        self._key, self._counter, self._pool = key, 0, b""
+        self._secret = secret.encode("utf-8") + attempt.to_bytes(4, "big")
 
     def index(self, size: int) -> int:
         while True:
@@ -152,7 +157,7 @@ class _Stream:
 def _run_stand_in(run: str, stream: _Stream, marked: bool) -> str:
     alphabet, classes, mark = _alphabet(run)
     size = len(run)
-    drawn = min(_DRAWN, size) if marked else size
+    drawn = min(max(_DRAWN, len(classes)), size) if marked else size
     out = [mark] * (size - drawn) + [alphabet[stream.index(len(alphabet))] for _ in range(drawn)]
     # every class the run had appears in the drawn part (a validator may ask for a digit), each put on a
     # character whose class the drawn part holds more than once
@@ -168,22 +173,25 @@ def _run_stand_in(run: str, stream: _Stream, marked: bool) -> str:
     return "".join(out)
 
 
-def stand_in_shape(secret: str, key: bytes) -> str:
-    """The stand-in of ``secret`` under ``key`` (see the module docstring); deterministic in both.
+def stand_in_shape(secret: str, key: bytes, attempt: int = 0) -> str:
+    """The stand-in of ``secret`` under ``key`` (see the module docstring); deterministic in all three.
 
     Each word (between white space) is stood in for on its own, so a token inside a longer finding
-    (``token ghp_…`` of a header line) gets the stand-in it has alone; an auth scheme's word is kept."""
+    (``token ghp_…`` of a header line) gets the stand-in it has alone; an auth scheme's word is kept.
+    ``attempt`` draws another stand-in of the same shape (``StandIns`` asks for one when two secrets of a
+    tape drew the same)."""
     words = _SPACE.split(secret)
     out = "".join(
-        word if n % 2 or word in _SCHEMES or not word else _word_stand_in(word, key) for n, word in enumerate(words)
+        word if n % 2 or word in _SCHEMES or not word else _word_stand_in(word, key, attempt)
+        for n, word in enumerate(words)
     )
     return "[REDACTED]" if out == secret else out
 
 
-def _word_stand_in(secret: str, key: bytes) -> str:
+def _word_stand_in(secret: str, key: bytes, attempt: int) -> str:
     prefix = next((p for p in _PREFIXES if secret.startswith(p) and len(secret) > len(p)), "")
     body = secret[len(prefix) :]
-    stream = _Stream(key, secret)
+    stream = _Stream(key, secret, attempt)
     runs = list((_RUN if prefix.startswith(_SEGMENTED) else _WIDE_RUN).finditer(body))
     parts: list[str] = [prefix]
     copied = 0
@@ -193,20 +201,24 @@ def _word_stand_in(secret: str, key: bytes) -> str:
         copied = match.end()
     parts.append(body[copied:])
     out = "".join(parts)
-    if prefix.startswith("gh") and len(body) >= 7:
-        out = _break_github_checksum(out)
+    if prefix.startswith(("gh", "npm_")) and len(body) >= 7:
+        out = _break_checksum(out, prefix)
     return out
 
 
-def _break_github_checksum(token: str) -> str:
-    """A GitHub token ends in the base62 CRC32 of the rest: make sure the stand-in's never checks."""
-    head, tail = token[:-6], token[-6:]
-    crc = zlib.crc32(head.encode("utf-8"))
-    digits = ""
+def _crc_base62(text: str) -> str:
+    crc, digits = zlib.crc32(text.encode("utf-8")), ""
     for _ in range(6):
         crc, rest = divmod(crc, 62)
         digits = _BASE62[rest] + digits
-    if tail != digits:
+    return digits
+
+
+def _break_checksum(token: str, prefix: str) -> str:
+    """GitHub's and npm's tokens end in the base62 CRC32 of what comes before (with or without the prefix,
+    as different checkers read it): make sure the stand-in's checks under neither reading."""
+    head, tail = token[:-6], token[-6:]
+    valid = {_crc_base62(head), _crc_base62(head[len(prefix) :])}
+    if tail not in valid:
         return token
-    last = tail[-1]
-    return head + tail[:-1] + ("1" if last != "1" else "2")
+    return head + tail[:-1] + next(c for c in "123" if tail[:-1] + c not in valid)

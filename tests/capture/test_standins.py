@@ -78,6 +78,7 @@ def test_a_github_stand_in_never_passes_the_checksum() -> None:
         assert _crc_base62(token[:-6]) == token[-6:]  # the input is a well-formed token
         stand_in = StandIns().replacement("github_token", token)
         assert _crc_base62(stand_in[:-6]) != stand_in[-6:]
+        assert _crc_base62(stand_in[4:-6]) != stand_in[-6:], "nor without the prefix, as other checkers read it"
 
 
 @pytest.mark.parametrize("sample", ALL_SAMPLES, ids=[s.name for s in ALL_SAMPLES])
