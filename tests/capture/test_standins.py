@@ -124,3 +124,13 @@ def test_a_value_under_a_secret_key_that_is_not_a_string_keeps_its_marker() -> N
     value = {"password": 123456, "api_key": {"nested": "x"}}
     redacted = DEFAULT_REDACTOR(value)
     assert StandIns().value(value, redacted) == redacted == {"password": "[REDACTED]", "api_key": "[REDACTED]"}
+
+
+def test_two_secrets_of_one_tape_never_share_a_stand_in_and_each_keeps_its_own() -> None:
+    # 12 digits: a marked run keeps four drawn digits, 10,000 stand-ins for 600 secrets: some draws collide
+    secrets = sorted({_pick(string.digits, 12) for _ in range(600)})
+    stand_ins = StandIns()
+    first = [stand_ins.replacement("pin", secret) for secret in secrets]
+    assert len(set(first)) == len(secrets), "two secrets got one stand-in"
+    assert all(len(s) == 12 and s.isdigit() for s in first)
+    assert [stand_ins.replacement("pin", secret) for secret in reversed(secrets)] == first[::-1]
