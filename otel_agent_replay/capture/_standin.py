@@ -12,7 +12,6 @@ keep theirs. ``StandIns.table`` says which stand-ins the tape holds and the mark
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import os
 import re
@@ -59,11 +58,10 @@ class StandIns:
         if MARKER.fullmatch(secret):
             return secret
         marker = f"[REDACTED:{kind}]" if kind else "[REDACTED]"
+        digest = hmac.digest(self._key, secret.encode("utf-8"), "sha256")
         with self._lock:
             if secret in self._made:
                 return secret
-        digest = hmac.new(self._key, secret.encode("utf-8"), hashlib.sha256).digest()
-        with self._lock:
             out = self._stand_in_of.get(digest, "")
             if out:
                 return out
@@ -83,6 +81,8 @@ class StandIns:
         """``redacted`` (``original`` with markers in place of its secrets) with each marker replaced by the
         stand-in of the secret it replaced; markers that cannot be matched back stay. ``made`` collects
         the stand-ins written and their markers."""
+        if "[REDACTED" not in redacted:
+            return redacted
         pieces = MARKER.split(redacted)
         markers = MARKER.findall(redacted)
         if not markers:
@@ -118,7 +118,11 @@ class StandIns:
             return redacted
         if type(redacted) is dict and type(original) is dict and len(redacted) == len(original):
             return {
-                self.text(ko, kr, made) if type(ko) is str and type(kr) is str else kr: self.value(vo, vr, made)
+                kr if ko == kr or type(ko) is not str or type(kr) is not str else self.text(ko, kr, made): (
+                    vr
+                    if type(vr) is not str and type(vr) is not dict and type(vr) is not list
+                    else self.value(vo, vr, made)
+                )
                 for (ko, vo), (kr, vr) in zip(original.items(), redacted.items(), strict=True)
             }
         if type(redacted) is list and type(original) in (list, tuple) and len(redacted) == len(original):

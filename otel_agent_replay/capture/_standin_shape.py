@@ -29,7 +29,6 @@ it. No hash of the secret, salted or not, is ever written.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import re
 import zlib
@@ -147,7 +146,7 @@ class _Stream:
         while True:
             if not self._pool:
                 block = self._secret + self._counter.to_bytes(8, "big")
-                self._pool = hmac.new(self._key, block, hashlib.sha256).digest()
+                self._pool = hmac.digest(self._key, block, "sha256")
                 self._counter += 1
             byte, self._pool = self._pool[0], self._pool[1:]
             if byte < 256 - 256 % size:  # no modulo bias
