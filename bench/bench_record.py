@@ -16,7 +16,8 @@ What is measured, all in one process and one run (see bench/README.md for the me
    for orientation the same span without our capture and the same step with the tape on tmpfs;
 3. the tape exporter's sustained rate on pre-built spans, one span per export and 512 per export;
 4. a burst of 100,000 recorded steps: lines on the tape and spans dropped;
-5. ``load_tape`` on ~50 MB tapes of small and large spans: MB/s, spans/s, peak memory;
+5. ``load_tape`` on ~50 MB tapes of small, varied (ids, hashes, URLs, logs) and large spans: MB/s,
+   spans/s, peak memory, and ``orjson.loads`` of every line alone beside it;
 6. a breakdown of one step into its parts (capture, SDK span, encoding, the write).
 """
 
@@ -192,6 +193,37 @@ def sized_tool(result: object) -> Callable[..., object]:
     return search
 
 
+def varied_tool(body_chars: int, seed: int = 11) -> Callable[..., object]:
+    """A read-only ``search`` tool whose every result differs: an id, a hash, a URL, a log line, text.
+
+    The result's JSON is about ``body_chars`` characters (at least its ~330 of fixed fields), like
+    the plain document of ``sized_tool``, but with the values a real tool returns (for the load tapes).
+    """
+    rng = random.Random(seed)
+
+    @tool(name="search", side_effect="read_only")
+    def search(query: str, limit: int = 20) -> object:
+        ident = f"{rng.getrandbits(128):032x}"
+        request = f"{ident[:8]}-{ident[8:12]}-{ident[12:16]}-{ident[16:20]}-{ident[20:]}"
+        digest = f"{rng.getrandbits(256):064x}"
+        item = rng.randint(1, 99_999)
+        log = (
+            f"2026-12-03T12:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}Z INFO req={request} "
+            f"GET /api/v1/items/{item} took {rng.random() * 100:.1f}ms"
+        )
+        text = prose(max(0, body_chars - 330), seed=rng.randint(0, 999))
+        return {
+            "status": 200,
+            "id": request,
+            "sha256": digest,
+            "url": f"https://shop.example.com/items/{item}?ref={digest[:12]}&page={rng.randint(1, 40)}",
+            "log": log,
+            "body": text,
+        }
+
+    return search
+
+
 # --- tapes on disk ---------------------------------------------------------------------------
 
 
@@ -248,6 +280,26 @@ def step_attributes(path: Path) -> tuple[str, dict[str, Any]]:
 
 
 # --- report ----------------------------------------------------------------------------------
+
+
+def parse_floor(path: Path, reps: int) -> list[float]:
+    """Seconds to read ``path`` line by line and ``orjson.loads`` each line, nothing else, ``reps`` times.
+
+    The floor of any loader that parses every line with orjson: ``load_tape`` next to it, in the
+    same run, says what our checks and the building of steps add.
+    """
+    times: list[float] = []
+    loads = orjson.loads
+    for _ in range(reps):
+        gc.collect()
+        gc.disable()
+        start = time.perf_counter_ns()
+        with path.open("rb", buffering=1 << 20) as f:
+            for raw in f:
+                loads(raw)
+        times.append((time.perf_counter_ns() - start) / 1e9)
+        gc.enable()
+    return times
 
 
 def render(report: benchlib.Report[Plan]) -> str:
@@ -540,11 +592,16 @@ class Bench(benchlib.BenchBase[Plan]):
         rep = self.report
         # A document result with a body of B plain characters gives a line of about overhead + B bytes.
         doc_overhead = self.line_bytes["document"] - len(DOCUMENT["body"])
-        sizes = {"small": 1_536, "large": 6_144}
+        # "varied": lines of the small size whose results are each different (ids, hashes, URLs, logs).
+        sizes = {"small": 1_536, "varied": 1_536, "large": 6_144}
         data: dict[str, Any] = {}
         for label, line_target in sizes.items():
             body = max(64, line_target - doc_overhead)
-            fn = sized_tool({"status": 200, "body": prose(body, seed=3)})
+            fn = (
+                varied_tool(body - 300)
+                if label == "varied"
+                else sized_tool({"status": 200, "body": prose(body, seed=3)})
+            )
             path = self._tape(self.work, f"load-{label}")
             self.build_load_tape(path, fn, p.load_bytes)
             scan = scan_tape(path)
@@ -562,6 +619,7 @@ class Bench(benchlib.BenchBase[Plan]):
                     tape = load_tape(path)
                     times.append((time.perf_counter_ns() - start) / 1e9)
                     del tape
+                parse_times = parse_floor(path, p.load_reps)
                 gc.collect()
                 memory = self.load_memory(path)
             except Exception as exc:  # load_tape is being finished elsewhere: report, do not crash
@@ -576,6 +634,9 @@ class Bench(benchlib.BenchBase[Plan]):
             target = f"≥ {TARGET_LOAD_MBPS:.0f}"
             rep.add(checked_row(sec, f"{name}: MB/s", mbps, "MB/s", target, mbps >= TARGET_LOAD_MBPS, spread))
             rep.add(Row(sec, "    spans per second", loaded / t, "spans/s"))
+            floor = statistics.median(parse_times)
+            rep.add(Row(sec, "    orjson.loads of every line alone (no checks, no steps)", size / MB / floor, "MB/s"))
+            rep.add(Row(sec, "    load_tape / that parse alone", t / floor, "x"))
             peak = memory.get("tracemalloc_peak_bytes")
             if isinstance(peak, int):
                 ratio = peak / size
@@ -594,6 +655,8 @@ class Bench(benchlib.BenchBase[Plan]):
                 "median_seconds": round(t, 4),
                 "mb_per_s": round(mbps, 1),
                 "spans_per_s": round(loaded / t),
+                "parse_alone_seconds": [round(x, 4) for x in parse_times],
+                "parse_alone_mb_per_s": round(size / MB / floor, 1),
                 **memory,
             }
         self.report.data["load"] = data

@@ -324,6 +324,15 @@ def make_binder(signature: inspect.Signature, leave_out: Iterable[str] = ()) -> 
         return bind_arguments(signature, args, kwargs, skip)
 
     params = list(signature.parameters.values())
+    if len(params) == 1 and params[0].kind is inspect.Parameter.VAR_KEYWORD and params[0].name not in skip:
+
+        def spread(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+            # ``(**body)`` (an HTTP step's, a model route's): keywords only, each one itself
+            if args:
+                return slow(args, kwargs)
+            return {k: v for k, v in kwargs.items() if k not in skip}
+
+        return spread
     plain = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     if any(p.kind not in plain for p in params):
         return slow

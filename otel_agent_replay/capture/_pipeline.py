@@ -78,6 +78,31 @@ class CapturedResult:
     """The stand-ins ``json`` holds and the markers they stand for."""
 
 
+_MEMO_CHARS = 1024
+_MEMO_ENTRIES = 2048
+_redacted_memo: dict[tuple[Redactor, str], str] = {}
+
+
+def _redacted_args(redactor: Redactor, text: str) -> str:
+    """``redactor.redact_json(text, canonical=True)``, remembered for short texts.
+
+    The same short arguments recur call after call (an HTTP GET's query, a tool's id): their one-pass
+    scan is paid once. Only for a redactor without processors (user code, which may not give the same
+    answer twice). The memo is bounded (cleared when full) and lives in the process's memory only, as
+    the arguments themselves do: nothing of it is written anywhere.
+    """
+    if len(text) > _MEMO_CHARS or redactor.processors:
+        return redactor.redact_json(text, canonical=True)
+    memo_key = (redactor, text)
+    found = _redacted_memo.get(memo_key)
+    if found is None:
+        found = redactor.redact_json(text, canonical=True)
+        if len(_redacted_memo) >= _MEMO_ENTRIES:
+            _redacted_memo.clear()
+        _redacted_memo[memo_key] = found
+    return text if found == text else found
+
+
 def capture_args(
     tool: str, bound: Mapping[str, Any], capture: Capture, key_ignore: tuple[str, ...] = ()
 ) -> CapturedArgs:
@@ -91,7 +116,7 @@ def capture_args(
         restored = capture.known.restore_json(text)
         if restored != text:
             text, value = restored, orjson.loads(restored)
-    redacted = capture.redactor.redact_json(text, canonical=True)
+    redacted = _redacted_args(capture.redactor, text)
     shown: JSONValue = None
     made: dict[str, str] = {}
     if redacted is not text:

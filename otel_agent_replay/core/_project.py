@@ -18,6 +18,7 @@ rule changed here takes effect on the next replay, with no re-recording.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -50,12 +51,22 @@ EMPTY = ProjectSettings()
 
 def find_pyproject(start: Path | None = None) -> Path | None:
     """The nearest ``pyproject.toml`` from ``start`` (default: the working folder) upwards."""
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        candidate = folder / "pyproject.toml"
-        if candidate.is_file():
+    found = _nearest(os.path.realpath(start if start is not None else os.getcwd()))
+    return None if found is None else Path(found)
+
+
+def _nearest(folder: str) -> str | None:
+    """The nearest ``pyproject.toml`` that is a file, from the resolved ``folder`` upwards (``os.path``, not
+    ``pathlib``: this runs at the start of every replay and every recording, and pathlib's objects cost more
+    than the stats it makes)."""
+    while True:
+        candidate = os.path.join(folder, "pyproject.toml")
+        if os.path.isfile(candidate):
             return candidate
-    return None
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
 
 
 def project_settings(start: Path | None = None) -> ProjectSettings:
@@ -64,10 +75,20 @@ def project_settings(start: Path | None = None) -> ProjectSettings:
     ``AGENT_REPLAY_PYPROJECT`` names the file instead (empty: none).
     """
     given = os.environ.get("AGENT_REPLAY_PYPROJECT")
-    path = (Path(given) if given else None) if given is not None else find_pyproject(start)
-    if path is None or not path.is_file():
+    if given is not None:
+        name = given or None
+    else:
+        name = _nearest(os.path.realpath(start if start is not None else os.getcwd()))
+    if name is None:
         return EMPTY
-    mtime = path.stat().st_mtime_ns
+    try:
+        info = os.stat(name)
+    except OSError:
+        return EMPTY
+    if not stat.S_ISREG(info.st_mode):
+        return EMPTY
+    path = Path(name)
+    mtime = info.st_mtime_ns
     with _lock:
         cached = _cache.get(path)
         if cached is not None and cached[0] == mtime:

@@ -17,12 +17,15 @@ except ImportError:  # pragma: no cover - an older API
     _ALL_KEY, _HTTP_KEY = "suppress_instrumentation", "suppress_http_instrumentation"
 SUPPRESS_HTTP_KEY: str = _HTTP_KEY
 """The context key that marks HTTP requests as instrumentation's own (never steps)."""
-_SUPPRESS_KEYS = (_ALL_KEY, _HTTP_KEY, "suppress_instrumentation", "suppress_http_instrumentation")
+_SUPPRESS_KEYS = tuple(
+    dict.fromkeys((_ALL_KEY, _HTTP_KEY, "suppress_instrumentation", "suppress_http_instrumentation"))
+)
 
 
 def suppressed() -> bool:
     """OpenTelemetry's own exporters (and instrumentations) mark their requests: those are never steps."""
-    return any(otel_context.get_value(key) for key in _SUPPRESS_KEYS)
+    current = otel_context.get_current()  # one lookup of the context, then its keys (every request asks)
+    return bool(current) and any(current.get(key) for key in _SUPPRESS_KEYS)
 
 
 def replaying() -> Any:

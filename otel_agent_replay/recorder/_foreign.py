@@ -17,7 +17,6 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import Link, Status
 
-from otel_agent_replay.backends import span_with
 from otel_agent_replay.capture import Redactor
 from otel_agent_replay.core import attributes as A
 from otel_agent_replay.tape import clean_attribute
@@ -78,6 +77,8 @@ def redacted_span(span: ReadableSpan, redactor: Redactor) -> ReadableSpan:
         links.append(Link(link.context, link_attrs) if link_changed else link)
     if not changed and name == span.name:
         return span
+    from otel_agent_replay.backends import span_with  # here: loading the OTLP side only when a span changes
+
     return span_with(span, name=name, attributes=attrs, events=events, links=links, status=status)
 
 
@@ -108,4 +109,6 @@ class ResourceRedaction:
         clean = self.clean(resource)
         if clean is resource:
             return span
+        from otel_agent_replay.backends import span_with
+
         return span_with(span, resource=clean)

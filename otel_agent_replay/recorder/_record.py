@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Iterable, Mapping
 from contextvars import Token
 from pathlib import Path
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -35,7 +35,6 @@ from opentelemetry.exporter.agent_replay_tape import ExporterStats, TapeSpanExpo
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
-from otel_agent_replay.backends import OtlpOption, OtlpProcessor, OtlpStats, otlp_processor
 from otel_agent_replay.capture import DEFAULT_REDACTOR, BlobStore, Capture, KeyRules, Limits, Redactor, StandIns
 from otel_agent_replay.core import (
     ConfigurationError,
@@ -64,15 +63,19 @@ from otel_agent_replay.integrations import (
     side_effect_rules,
 )
 from otel_agent_replay.proxy import BlockChildren, JoinedBlock, Spawner, close_block, open_block
-from otel_agent_replay.store import Store
 
 from ._foreign import ResourceRedaction, is_ours, is_run_span, redacted_span
 from ._lock import DEFAULT_LOCK_TIMEOUT, Writing, hold_tape, lock_timeout_seconds
-from ._store_sink import StoreSink
+
+if TYPE_CHECKING:  # imported where used: a replay (or a test that only replays) loads no store and no OTLP exporter
+    from otel_agent_replay.backends import OtlpOption, OtlpProcessor, OtlpStats
+    from otel_agent_replay.store import Store
+
+    from ._store_sink import StoreSink
 
 _log = logging.getLogger(__name__)
 
-StoreOption = Union[Store, str, "os.PathLike[str]", None]
+StoreOption = Union["Store", str, "os.PathLike[str]", None]
 """``record(store=...)``: a ``Store``, a SQLite path or a ``postgresql://`` URL, or None."""
 
 
@@ -280,7 +283,7 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
     ) -> None:
         super().__init__()
         self.lock_timeout = lock_timeout_seconds(lock_timeout, "record")
-        if store is not None and not isinstance(store, (Store, str, os.PathLike)):
+        if store is not None and not isinstance(store, (str, os.PathLike)) and not _is_store(store):
             raise ConfigurationError(f"record(store={store!r}): give a Store, a SQLite path or a postgresql:// URL")
         self.store = store
         self.path = Path(path)
@@ -329,6 +332,8 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
     def _begin(self, lock: TapeLock) -> tuple[Recording, tuple[Recording, Token[object | None]]]:
         provider = ensure_provider()
         _router_for(provider)
+        from otel_agent_replay.backends import otlp_processor
+
         otlp = otlp_processor(
             self.otlp,
             provider_is_ours=provider in _ours,
@@ -360,7 +365,12 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
     def _sink(self) -> StoreSink | None:
         if self.store is None:
             return None
-        return StoreSink(self.store if isinstance(self.store, Store) else os.fspath(self.store), self.path)
+        from ._store_sink import StoreSink
+
+        store = self.store
+        if isinstance(store, os.PathLike):
+            store = os.fspath(store)
+        return StoreSink(store, self.path)
 
     def _stop(self, entered: tuple[Recording, Token[object | None]], error: BaseException | None) -> None:
         rec, _ = entered
@@ -424,6 +434,12 @@ _RECORD = Writing(
     "Wait for it to end (record(..., lock_timeout=SECONDS) waits longer), or give each process a tape of its "
     "own (under pytest-xdist, one per worker: the PYTEST_XDIST_WORKER variable names it)",
 )
+
+
+def _is_store(value: object) -> bool:
+    from otel_agent_replay.store import Store
+
+    return isinstance(value, Store)
 
 
 def _close_otlp(rec: Recording, otlp: OtlpProcessor) -> None:

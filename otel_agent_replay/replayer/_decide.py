@@ -29,7 +29,6 @@ from otel_agent_replay.core import (
     Then,
 )
 from otel_agent_replay.instrumentation import Prepared, ToolSpec
-from otel_agent_replay.store import OUT_OF_BOUNDS
 from otel_agent_replay.tape import Step, Tape
 from otel_agent_replay.timetravel import Edits, ForkState
 
@@ -271,6 +270,8 @@ class Decider:
         return index is None or (not index.has(call_key) and index.at_position(name, n) is None)
 
     def _answer_out_of_bounds(self, name: str, run_id: str, n: int, seq: int, why: str | None = None) -> Decision:
+        from otel_agent_replay.store import OUT_OF_BOUNDS  # here: a replay that never misses loads no store
+
         self.ledger.bump("steps", "tape_misses", "out_of_bounds_calls")
         why = why or f"{name} (call {n}, seq {seq}) is not on the tape"
         message = f"{why}: answered {{'error': {OUT_OF_BOUNDS!r}}} (on_miss='error_result')"

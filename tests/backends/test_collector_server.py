@@ -42,7 +42,7 @@ def _output(collector: Collector, trace_id: str, count: int, timeout: float = 30
         if sum(f["trace_id"] == trace_id for f in facts.values()) >= count:
             return facts
         if time.monotonic() > deadline:
-            raise AssertionError(
+            raise TimeoutError(
                 f"the Collector wrote {len(facts)} of {count} spans after {timeout}s; log:\n{collector.log_tail()}"
             )
         time.sleep(0.25)

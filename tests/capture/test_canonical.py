@@ -237,6 +237,31 @@ def test_the_fast_binder_binds_like_bind_arguments(args: tuple[Any, ...], kwargs
     assert list(fast(args, kwargs)) == list(expected)  # same order
 
 
+def _spread(**body: Any) -> None: ...
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [
+        ((), {}),
+        ((), {"model": "m", "messages": [{"role": "user"}], "body": 3, "ctx": "framework"}),
+        ((), {"query": {"q": "lamp"}}),
+        ((1,), {"query": 2}),  # positional: the call's own TypeError
+    ],
+)
+def test_the_keywords_only_binder_binds_like_bind_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    sig = inspect.signature(_spread)
+    fast = make_binder(sig, leave_out=("ctx",))
+    try:
+        expected = bind_arguments(sig, args, kwargs, ("ctx",))
+    except TypeError as err:
+        with pytest.raises(TypeError, match=str(err).split("'")[0]):
+            fast(args, kwargs)
+        return
+    assert fast(args, kwargs) == expected and list(fast(args, kwargs)) == list(expected)
+    assert fast(args, kwargs) is not kwargs  # a copy: the caller's dict is never the bound one
+
+
 def test_signatures_with_star_args_use_the_general_binding() -> None:
     sig = inspect.signature(_with_kwargs)
     assert make_binder(sig)((1, 2), {"k": "v"}) == {"a": 1, "rest": [2], "k": "v"}

@@ -70,6 +70,25 @@ def test_usage_and_messages() -> None:
     assert messages_json({"text": "x"}) is None
 
 
+def test_short_arguments_captured_again_are_redacted_the_same_and_processors_run_each_time() -> None:
+    args = {"query": {"q": "refund", "token": "sk-live-0123456789abcdefghijklmnop"}}
+    first = capture_args("GET api.example.com/search", args, DEFAULT_CAPTURE)
+    again = capture_args("GET api.example.com/search", args, DEFAULT_CAPTURE)
+    assert first == again and "sk-live" not in again.json and "[REDACTED" in again.json
+    clean = capture_args("GET api.example.com/search", {"query": {"q": "refund"}}, DEFAULT_CAPTURE)
+    assert capture_args("GET api.example.com/search", {"query": {"q": "refund"}}, DEFAULT_CAPTURE) == clean
+    seen: list[object] = []
+
+    def count(value: object) -> object:
+        seen.append(value)
+        return value
+
+    counted = Capture(redactor=Redactor(processors=(count,)))
+    for _ in range(3):
+        capture_args("GET api.example.com/search", {"query": {"q": "refund"}}, counted)
+    assert len(seen) == 3  # user code is asked every time, never answered from memory
+
+
 def test_the_long_string_check_decides_as_splitting_the_text() -> None:
     """``_no_long_string`` looks at windows of the text instead of splitting it: the same answer as the split,
     on generated JSON with strings just under, at and over the limit, anywhere in the text."""

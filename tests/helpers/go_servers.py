@@ -157,7 +157,7 @@ class Jaeger(Server):
                 if seen >= count:
                     return docs
             if time.monotonic() > deadline:
-                raise AssertionError(
+                raise TimeoutError(
                     f"Jaeger has {seen} of {count} spans of trace {trace_id} after {timeout}s "
                     f"(last answer {status}); log:\n{self.log_tail()}"
                 )

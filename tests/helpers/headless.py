@@ -115,7 +115,8 @@ class _Devtools:
         deadline = time.monotonic() + timeout
         while not any(e.get("method") == method for e in self.events):
             left = deadline - time.monotonic()
-            assert left > 0, f"no {method} within {timeout} s"
+            if left <= 0:
+                raise TimeoutError(f"no {method} within {timeout} s")
             self.events.append(json.loads(self.ws.recv(timeout=left)))
 
 
@@ -124,7 +125,8 @@ def _devtools_port(profile: Path, process: subprocess.Popen[bytes]) -> int:
     deadline = time.monotonic() + 60
     while not marker.exists() or not marker.read_text().strip():
         assert process.poll() is None, "chromium exited before it opened its DevTools port"
-        assert time.monotonic() < deadline, "chromium did not open its DevTools port within 60 s"
+        if time.monotonic() > deadline:
+            raise TimeoutError("chromium did not open its DevTools port within 60 s")
         time.sleep(0.05)
     return int(marker.read_text().split()[0])
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import inspect
+import types
 import warnings
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from helpers.sample_tools import fetch_doc, plain_tool, summarise
 
 from otel_agent_replay import TapeWarning, agent_run, load_tape, model_call, record, replay, tool
 from otel_agent_replay.core import attributes as A
+from otel_agent_replay.instrumentation import _steps
 
 
 def test_decorator_keeps_the_function_face() -> None:
@@ -125,17 +127,26 @@ def test_methods_leave_self_out(tape: Path) -> None:
     assert step.attrs[A.GEN_AI_TOOL_CALL_ARGUMENTS] == '{"sku":"a"}'
 
 
-def test_ttl_sets_expires_at(tape: Path) -> None:
+def test_ttl_sets_expires_at(tape: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The step expires ``ttl`` after it was recorded: read on a clock fixed for the test, not the wall clock."""
+    recorded_at = dt.datetime(2026, 3, 4, 5, 6, 7, 890_000, tzinfo=dt.timezone.utc)
+
+    class Frozen(dt.datetime):
+        @classmethod
+        def now(cls, tz: dt.tzinfo | None = None) -> Frozen:
+            return cls.fromtimestamp(recorded_at.timestamp(), tz)
+
+    clock = types.SimpleNamespace(datetime=Frozen, timezone=dt.timezone, timedelta=dt.timedelta)
+    monkeypatch.setattr(_steps, "_dt", clock)
+
     @tool(side_effect="read_only", ttl=dt.timedelta(hours=1))
     def stock(sku: str) -> int:
         return 4
 
-    before = dt.datetime.now(dt.timezone.utc)
     with record(tape), agent_run("a"):
         stock("a")
     (step,) = steps_of(tape)
-    expires = dt.datetime.fromisoformat(step.attrs[A.EXPIRES_AT])
-    assert dt.timedelta(minutes=59) < expires - before < dt.timedelta(minutes=61)
+    assert step.attrs[A.EXPIRES_AT] == "2026-03-04T06:06:07+00:00"  # an hour on, to the second
 
 
 def test_calls_outside_a_run_belong_to_the_blocks_implicit_run(tape: Path) -> None:

@@ -3,6 +3,7 @@ answered from the tape in a replay whatever the host (loopback included), with i
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 from pathlib import Path
 
@@ -165,3 +166,31 @@ def test_view_shows_the_same_http_model_steps_and_tokens_when_recording_and_repl
     assert recorded.step_count == replayed.step_count == 2
     assert recorded.tokens_in == replayed.tokens_in > 0
     assert recorded.tokens_out == replayed.tokens_out > 0
+
+
+def test_a_replayed_httpx_response_is_read_by_the_client_as_a_live_one_is(tape: Path) -> None:
+    def facts(client: httpx.Client, url: str) -> list[object]:
+        got = client.get(url, params={"q": "lamp"})
+        with client.stream("GET", url, params={"q": "lamp"}) as streamed:
+            unread = (streamed.is_stream_consumed, streamed.is_closed)
+            body = b"".join(streamed.iter_bytes())
+        return [
+            type(got),
+            got.status_code,
+            isinstance(got.elapsed, dt.timedelta),  # set as the client reads the body (unset, it raises)
+            got.is_closed,
+            got.headers["content-length"] == str(len(got.content)),
+            got.json(),
+            unread,
+            streamed.is_stream_consumed,
+            body == got.content,
+        ]
+
+    with rest_api() as api, httpx.Client() as client:
+        with record(tape), agent_run("rest"):
+            live = facts(client, api.url + "/items")
+        with replay(tape) as session:
+            again = facts(client, api.url + "/items")
+        assert len(api.requests) == 2  # the replay sent nothing
+    assert again == live and live[6] == (False, False)
+    assert session.stats.hits == 2

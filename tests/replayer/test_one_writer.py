@@ -39,7 +39,8 @@ def _wait_for(what: str, ready: object) -> None:
     """Wait (bounded) until ``ready()`` is true: a synchronisation point between processes, not a timing."""
     deadline = time.monotonic() + 120
     while not ready():  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gave up waiting for {what} (120 s)")
         time.sleep(0.02)
 
 

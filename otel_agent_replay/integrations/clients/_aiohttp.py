@@ -101,7 +101,7 @@ def _request(req: Any, body: bytes) -> Request:
         url.explicit_port if url.explicit_port is not None else url.port,
         url.path or "/",
         url.raw_query_string,
-        {str(k).lower(): str(v) for k, v in req.headers.items()},
+        req.headers,  # a CIMultiDict: looked up by any case, as Request.headers is (no copy per request)
         body,
     )
 
@@ -372,7 +372,7 @@ def build_response(result: object, req: Any, *, pace: bool = False, bufsize: int
     if is_stream(recorded):
         reader = made.replayed(parts, offsets_ns(recorded) if pace else None, bufsize)
     else:
-        reader = made.filled(bufsize, b"".join(parts))
+        reader = made.filled(bufsize, parts[0] if len(parts) == 1 else b"".join(parts))
     response.content = reader
     response._closed = False
     reader.on_eof(response._response_eof)  # closed at the end of the body, as a live one is

@@ -49,7 +49,7 @@ def _request(request: Any, content: bytes) -> Request:
         url.port,
         url.path or "/",
         url.query.decode("ascii", "replace") if isinstance(url.query, bytes) else str(url.query),
-        {k.lower(): v for k, v in request.headers.items()},
+        request.headers,  # httpx.Headers: looked up by any case, as Request.headers is (no copy per request)
         content,
     )
 
@@ -57,8 +57,11 @@ def _request(request: Any, content: bytes) -> Request:
 def _fresh(module: ModuleType, response: Any, content: bytes, request: Any) -> Any:
     """The live response again, its body read and decoded (so no content-encoding any more)."""
     headers = [(k, v) for k, v in response.headers.items() if k.lower() not in ("content-encoding", "content-length")]
+    headers.append(("content-length", str(len(content))))
+    # unread, as the transport's own answer is: the client reads it (and sets ``elapsed``) as usual
+    stream = module.ByteStream(content)
     return module.Response(
-        response.status_code, headers=headers, content=content, extensions=response.extensions, request=request
+        response.status_code, headers=headers, stream=stream, extensions=response.extensions, request=request
     )
 
 
@@ -139,7 +142,11 @@ def build_response(module: ModuleType, result: object, request: Any, *, pace: bo
     if is_stream(recorded):
         stream = _classes(module)[0](parts, offsets_ns(recorded) if pace else None)
         return module.Response(recorded["status"], headers=headers, stream=stream, request=request)
-    return module.Response(recorded["status"], headers=headers, content=b"".join(parts), request=request)
+    body = parts[0] if len(parts) == 1 else b"".join(parts)
+    # As the live transport answers: the head, and the body as an unread stream for the client to read
+    # (so ``elapsed`` is set, ``client.stream()`` gets it unconsumed); its length as the server sends it.
+    headers["content-length"] = str(len(body))
+    return module.Response(recorded["status"], headers=headers, stream=module.ByteStream(body), request=request)
 
 
 def _recorded(module: ModuleType, exchange: Exchange, response: Any) -> Any | None:

@@ -27,6 +27,7 @@ import http
 import io
 import os
 import sys
+import urllib.parse
 from typing import Any
 
 from .. import _activation
@@ -65,23 +66,23 @@ def _as_request(prepared: Any) -> Request | None:
     else:
         return None  # a generator or a file: read as it is sent, at http.client
     try:
-        request = Request.from_url(prepared.method or "GET", prepared.url, prepared.headers, content)
+        parts = urllib.parse.urlsplit(prepared.url)
+        port = parts.port
     except ValueError:
         return None
-    if request.scheme not in _DEFAULT_PORTS or not request.host:
+    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
+    if scheme not in _DEFAULT_PORTS or not host:
         return None
-    if request.port is None:  # urllib3's pool names the port, and http.client sees it
-        request = Request(
-            request.method,
-            request.scheme,
-            request.host,
-            _DEFAULT_PORTS[request.scheme],
-            request.path,
-            request.query,
-            request.headers,
-            request.body,
-        )
-    return request
+    return Request(
+        (prepared.method or "GET").upper(),
+        scheme,
+        host,
+        _DEFAULT_PORTS[scheme] if port is None else port,  # urllib3's pool names it, and http.client sees it
+        parts.path or "/",
+        parts.query,
+        prepared.headers,  # requests' CaseInsensitiveDict: looked up by any case, as Request.headers is
+        content,
+    )
 
 
 def _retries_on_status(adapter: Any) -> bool:
