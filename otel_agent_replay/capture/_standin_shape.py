@@ -11,7 +11,7 @@ one). What the tape then carries in place of the marker is a stand-in, made here
 - each run of letters and digits (and those symbols) is drawn again from the classes the run used (hex
   stays hex, digits stay digits, each of upper case, lower case, digits and each symbol the run had is in
   its stand-in), so the length and the classes are the same;
-- a run of 12 characters or more starts with a visible mark: a run of one character
+- a run of 8 characters or more starts with a visible mark: a run of one character
   (``X`` where upper case is allowed, ``x`` for lower case, ``0`` for digits and hex) filling all but four
   of its characters (or as many as the run has classes). That reads as a stand-in, and it leaves the
   string below the Shannon entropy that secret scanners (gitleaks' rules, push protection) ask of a live
@@ -111,7 +111,7 @@ After a prefix whose format is segmented (Slack's ``xoxb-1-2-x``) they are separ
 _SEGMENTED: Final = ("xox", "xapp-")
 _RUN: Final = re.compile(r"[A-Za-z0-9]+")
 _WIDE_RUN: Final = re.compile(r"[A-Za-z0-9+/_-]+")
-_MARK_FROM: Final = 12
+_MARK_FROM: Final = 8
 """A run this long or longer carries the visible mark."""
 _DRAWN: Final = 4
 """Characters of a marked run still drawn: few, so that the string's entropy stays below what secret scanners
