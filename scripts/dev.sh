@@ -96,11 +96,12 @@ ensure_test_tools() {
     fi
     export AGENT_REPLAY_CLAUDE_PYTHON="$claude_venv/bin/python"
     ensure_node_packages
-    # Jaeger v2 and the Collector, built from their Go modules once per machine (cached outside the clone).
+    # Jaeger v2, the Collector and gitleaks, built from their Go modules once per machine (cached outside the clone).
     bash "$root/scripts/servers.sh" build
     AGENT_REPLAY_JAEGER="$(bash "$root/scripts/servers.sh" path jaeger)"
     AGENT_REPLAY_OTELCOL="$(bash "$root/scripts/servers.sh" path otelcol)"
-    export AGENT_REPLAY_JAEGER AGENT_REPLAY_OTELCOL
+    AGENT_REPLAY_GITLEAKS="$(bash "$root/scripts/servers.sh" path gitleaks)"
+    export AGENT_REPLAY_JAEGER AGENT_REPLAY_OTELCOL AGENT_REPLAY_GITLEAKS
     ensure_docker_compose
     ensure_postgresql
     ensure_chromium

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the real trace servers the end-to-end tests run, once per machine, from their Go modules:
 #   Jaeger v2 (github.com/jaegertracing/jaeger/cmd/jaeger) and a Collector made by the OpenTelemetry
-#   Collector Builder with exactly the components the project uses.
+#   Collector Builder with exactly the components the project uses; and gitleaks
+#   (github.com/zricethezav/gitleaks/v8), the secret scanner a test runs over a tape of stand-ins.
 #   bash scripts/servers.sh build           build what is missing (a cached build is a no-op)
-#   bash scripts/servers.sh path NAME       print the binary's path (NAME: jaeger or otelcol)
+#   bash scripts/servers.sh path NAME       print the binary's path (NAME: jaeger, otelcol or gitleaks)
 #   bash scripts/servers.sh versions        print the pinned versions (docker-compose.yml uses the same)
 # Binaries live outside the clone, under ${AGENT_REPLAY_CACHE:-/var/cache/otel-agent-replay} (or
 # ~/.cache/otel-agent-replay when that is not writable), one folder per version and recipe, so a bump
@@ -22,6 +23,9 @@ contrib_version="0.140.1"
 otlpjsonfile_module="github.com/open-telemetry/opentelemetry-collector-contrib/receiver/otlpjsonfilereceiver"
 otlpjsonfile_sum="h1:wF2S4zKRk4B5tHvaZWfL5MUbqxAUeeDom5fc5HbXo4I="
 otlpjsonfile_gomod_sum="h1:NnpMwST9DlpPTAU9gqD3ch3Cs27EIQ1UYd0f4QroAsw="
+# gitleaks' module path is its author's account (zricethezav), not github.com/gitleaks: `go list -m` says so.
+gitleaks_module="github.com/zricethezav/gitleaks/v8"
+gitleaks_version="v8.30.1"
 go_jobs="${AGENT_REPLAY_GO_JOBS:-2}"
 
 cache="${AGENT_REPLAY_CACHE:-/var/cache/otel-agent-replay}"
@@ -60,8 +64,9 @@ binary_path() {
     case "$1" in
         jaeger) echo "$cache/jaeger-$jaeger_version/jaeger" ;;
         otelcol) echo "$cache/otelcol-$collector_version-$(collector_key)/otelcol-agent-replay" ;;
+        gitleaks) echo "$cache/gitleaks-$gitleaks_version/gitleaks" ;;
         *)
-            echo "servers.sh: unknown server '$1' (jaeger or otelcol)" >&2
+            echo "servers.sh: unknown server '$1' (jaeger, otelcol or gitleaks)" >&2
             return 2
             ;;
     esac
@@ -146,6 +151,25 @@ build_otelcol() {
     echo "servers.sh: the Collector $collector_version built in $((SECONDS - started)) s: $out" >&2
 }
 
+build_gitleaks() {
+    local out work log started
+    out="$(binary_path gitleaks)"
+    [ -x "$out" ] && return 0
+    mkdir -p "$cache/logs"
+    log="$cache/logs/gitleaks-$gitleaks_version.log"
+    : >"$log"
+    started=$SECONDS
+    echo "servers.sh: building gitleaks $gitleaks_version (log: $log)" >&2
+    work="$(mktemp -d "$cache/.gitleaks-build.XXXXXX")"
+    run_step "$log" "step 1/1 (go install $gitleaks_module@$gitleaks_version)" \
+        env GOBIN="$work/bin" go install -p "$go_jobs" \
+        -ldflags "-s -w -X $gitleaks_module/version.Version=$gitleaks_version" "$gitleaks_module@$gitleaks_version"
+    mkdir -p "$(dirname "$out")"
+    mv "$work/bin/gitleaks" "$out"
+    rm -rf "$work"
+    echo "servers.sh: gitleaks $gitleaks_version built in $((SECONDS - started)) s: $out" >&2
+}
+
 cmd="${1:-build}"
 case "$cmd" in
     build)
@@ -157,9 +181,10 @@ case "$cmd" in
         # One build at a time per cache (two CI runs on one machine wait for each other).
         exec 9>"$cache/.lock"
         flock 9
-        rm -rf "$cache"/.jaeger-build.* "$cache"/.otelcol-build.*
+        rm -rf "$cache"/.jaeger-build.* "$cache"/.otelcol-build.* "$cache"/.gitleaks-build.*
         build_jaeger
         build_otelcol
+        build_gitleaks
         ;;
     path)
         binary_path "${2:-}"
@@ -169,9 +194,10 @@ case "$cmd" in
         echo "jaeger_module=$jaeger_module_version"
         echo "collector=$collector_version"
         echo "collector_contrib=$contrib_version"
+        echo "gitleaks=$gitleaks_version"
         ;;
     *)
-        echo "usage: bash scripts/servers.sh build|path jaeger|path otelcol|versions" >&2
+        echo "usage: bash scripts/servers.sh build|path jaeger|path otelcol|path gitleaks|versions" >&2
         exit 2
         ;;
 esac

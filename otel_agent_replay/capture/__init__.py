@@ -44,11 +44,13 @@ from ._pipeline import (
 from ._rebuild import loaded_class, rebuild_exception_as
 from ._rebuilders import rebuild
 from ._redact import DEFAULT_REDACTOR, KEY_PLACEHOLDER, PII_NAMES, Redactor
+from ._standin import MARKER, StandIns, StandInTable
 
 __all__ = [
     "DEFAULT_CAPTURE",
     "DEFAULT_REDACTOR",
     "KEY_PLACEHOLDER",
+    "MARKER",
     "NO_RULES",
     "PII_NAMES",
     "PRESET_TOKEN",
@@ -65,6 +67,8 @@ __all__ = [
     "KeyRules",
     "Limits",
     "Redactor",
+    "StandInTable",
+    "StandIns",
     "bind_arguments",
     "canonical_json",
     "capture_args",

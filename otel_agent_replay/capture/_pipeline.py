@@ -27,6 +27,7 @@ from ._describe import describe, plain_json_names
 from ._keys import NO_RULES, KeyRules
 from ._payload import BlobStore, Limits, cap_json, shorten_strings
 from ._redact import DEFAULT_REDACTOR, Redactor
+from ._standin import StandIns, StandInTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,11 @@ class Capture:
     blobs: BlobStore | None = None
     keys: KeyRules = NO_RULES
     """Paths left out of call keys, per tool (``key_ignore``)."""
+    stand_ins: StandIns | None = None
+    """A recording's stand-ins: what a redacted secret becomes on its tape (None: the marker stays)."""
+    known: StandInTable | None = None
+    """A replayed tape's stand-ins: a live value holding one (echoed from a recorded result) is keyed as the
+    recorded call was, on the marker it stands for."""
 
 
 DEFAULT_CAPTURE = Capture()
@@ -52,6 +58,8 @@ class CapturedArgs:
     value: JSONValue
     key_ignore: tuple[str, ...] = ()
     """The paths left out of the call key (the tape keeps them in the arguments)."""
+    stand_ins: Mapping[str, str] = field(default_factory=dict)
+    """The stand-ins ``json`` holds and the markers they stand for (the call key is computed on those)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +74,8 @@ class CapturedResult:
     """The result's type description as JSON (``rebuild.describe``), None for plain JSON."""
     lossy: tuple[str, ...] = ()
     """Types in the result that cannot come back from the tape as themselves."""
+    stand_ins: Mapping[str, str] = field(default_factory=dict)
+    """The stand-ins ``json`` holds and the markers they stand for."""
 
 
 _MEMO_CHARS = 1024
@@ -96,22 +106,39 @@ def _redacted_args(redactor: Redactor, text: str) -> str:
 def capture_args(
     tool: str, bound: Mapping[str, Any], capture: Capture, key_ignore: tuple[str, ...] = ()
 ) -> CapturedArgs:
-    """Canonical, redacted arguments and their call key (without the paths the key rules leave out)."""
+    """Canonical, redacted arguments and their call key (without the paths the key rules leave out).
+
+    The call key is computed on the redacted form (markers); the JSON the tape carries has the
+    recording's stand-ins in their place (``Capture.stand_ins``)."""
     value = normalize(to_jsonable(bound))
     text = dumps_canonical(value)
+    if capture.known:
+        restored = capture.known.restore_json(text)
+        if restored != text:
+            text, value = restored, orjson.loads(restored)
     redacted = _redacted_args(capture.redactor, text)
+    shown: JSONValue = None
+    made: dict[str, str] = {}
     if redacted is not text:
+        original = value
         text = redacted
         value = orjson.loads(text)
-    if len(text) > capture.limits.max_string:
-        value, cut = shorten_strings(value, capture.limits.max_string)
+        if capture.stand_ins is not None:
+            shown = capture.stand_ins.value(original, value, made)
+    limit = capture.limits.max_string
+    if len(text) > limit:
+        value, cut = shorten_strings(value, limit)
         if cut:
             text = dumps_canonical(value)
+        if made:
+            shown, _ = shorten_strings(shown, limit)
+    shown_text = text if not made else dumps_canonical(shown)
+    shown_value = value if not made else shown
     if key_ignore or capture.keys:
         patterns = capture.keys.for_tool(tool, key_ignore)
         if patterns:
-            return CapturedArgs(text, capture.keys.key(tool, value, patterns), value, patterns)
-    return CapturedArgs(json=text, call_key=key_from_json(tool, text), value=value)
+            return CapturedArgs(shown_text, capture.keys.key(tool, value, patterns), shown_value, patterns, made)
+    return CapturedArgs(shown_text, key_from_json(tool, text), shown_value, stand_ins=made)
 
 
 def capture_value(value: object, capture: Capture) -> JSONValue:
@@ -149,24 +176,31 @@ def capture_result(result: object, capture: Capture) -> CapturedResult:
     text = native_json_text(result)
     # None: not plain JSON (or not as orjson writes it: integers beyond 64 bits), so its type is described
     names = None if text is None else plain_json_names(result)
+    if text is None:
+        text = json_text(result)
     full = redacted_json(result, capture, names, text)
+    made: dict[str, str] = {}
+    if full is not text and capture.stand_ins is not None:
+        shown = capture.stand_ins.value(orjson.loads(text), orjson.loads(full), made)
+        if made:
+            full = orjson.dumps(shown).decode("utf-8")
     desc, lossy = describe(result) if names is None else (None, [])
     type_json = None if desc is None else orjson.dumps(desc).decode("utf-8")
     limits = capture.limits
     if len(full) <= limits.max_string or _no_long_string(full, limits.max_string):
         if len(full) <= limits.max_result_bytes:
-            return CapturedResult(full, None, False, type_json, tuple(lossy))
+            return CapturedResult(full, None, False, type_json, tuple(lossy), made)
         short, cut = None, False
     else:
         short, cut = shorten_strings(orjson.loads(full), limits.max_string)
     text = orjson.dumps(short).decode("utf-8") if cut else full
     text, capped = cap_json(text, limits.max_result_bytes)
     if not (cut or capped):
-        return CapturedResult(full, None, False, type_json, tuple(lossy))
+        return CapturedResult(full, None, False, type_json, tuple(lossy), made)
     digest = hashlib.sha256(full.encode("utf-8")).hexdigest()
     if capture.blobs is not None:
         capture.blobs.put(full)
-    return CapturedResult(text, digest, True, type_json, tuple(lossy))
+    return CapturedResult(text, digest, True, type_json, tuple(lossy), made)
 
 
 def _no_long_string(text: str, limit: int) -> bool:

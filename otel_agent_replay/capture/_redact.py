@@ -59,7 +59,9 @@ keys; the cheap pre-check (``may_redact``) is ``_precheck``'s.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import enum
+import functools
 import logging
 import re
 import warnings
@@ -109,7 +111,11 @@ _MAX_DEPTH: Final = 100
 _PLACEHOLDERS: Final = re.compile(r"\[REDACTED(?::([A-Za-z0-9_]+))?\]")
 
 
-def _processor_failed(processor: RedactionProcessor, exc: Exception) -> None:
+def _processor_failed(processor: RedactionProcessor, exc: Exception, warned: set[int]) -> None:
+    # the value is replaced every time; the warning is said once per processor of a redactor
+    if id(processor) in warned:
+        return
+    warned.add(id(processor))
     name = getattr(processor, "__qualname__", type(processor).__qualname__)
     module = getattr(processor, "__module__", "")
     what = (
@@ -155,6 +161,7 @@ class Redactor:
     defaults: bool = True
     pii: bool = False
     _compiled: CompiledRules = field(init=False, repr=False, compare=False, hash=False)
+    _warned: set[int] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         keys = tuple(self.keys)
@@ -172,6 +179,15 @@ class Redactor:
         object.__setattr__(self, "patterns", tuple(self.patterns))
         object.__setattr__(self, "processors", processors)
         object.__setattr__(self, "_compiled", compile_rules(keys, self.patterns, self.defaults))
+        object.__setattr__(self, "_warned", set())
+
+    @functools.cached_property
+    def without_processors(self) -> Redactor:
+        """This redactor without the user's processors: what the tape's own structure (schema version,
+        ids, kinds, side effects, call keys) is read with, so a processor sees values only."""
+        if not self.processors:
+            return self
+        return dataclasses.replace(self, processors=())
 
     def __call__(self, value: JSONValue) -> JSONValue:
         """Return a redacted copy of ``value``.
@@ -208,7 +224,7 @@ class Redactor:
                 data = processor(data)
                 orjson.dumps(data)  # it must give back JSON data: a set or an object would lose the step
             except Exception as exc:  # KeyboardInterrupt and SystemExit propagate
-                _processor_failed(processor, exc)
+                _processor_failed(processor, exc, self._warned)
                 return pattern_placeholder("processor_error")
         return data
 

@@ -23,6 +23,7 @@ from otel_agent_replay.core import attributes as A
 from otel_agent_replay.tape import Run, load_tape, removed_lines
 
 from ._output import dump_json, with_progress
+from ._stand_ins import only_stand_ins, tape_stand_ins
 
 # ``check`` exit status: one bit per kind of failure, OR-ed together.
 CHECK_FORMAT = 1
@@ -97,13 +98,17 @@ def _secret_findings(path: str, lines: dict[str, int]) -> list[Finding]:
     from otel_agent_replay.backends import redact_traces, tape_messages  # protobuf: only for check
 
     found: list[Finding] = []
-    for line, message in tape_messages(path):
+    messages = list(tape_messages(path))
+    stand_ins = tape_stand_ins([message for _, message in messages])  # not findings: see _stand_ins
+    for line, message in messages:
         for rs in message.resource_spans:
             for ss in rs.scope_spans:
                 for span in ss.spans:
                     lines.setdefault(span.span_id.hex(), line)
 
         def report(span: str, where: str, before: Any, line: int = line) -> None:
+            if only_stand_ins(stand_ins, before):
+                return
             found.append(_secret_finding(path, line, span, where, _kinds(before)))
 
         redact_traces(message, DEFAULT_REDACTOR, report)

@@ -133,6 +133,11 @@ PARENT_STEP_ID: Final = "agent_replay.parent_step_id"
 SEQ: Final = "agent_replay.seq"
 KIND: Final = "agent_replay.kind"
 CALL_KEY: Final = "agent_replay.call_key"
+STAND_INS: Final = "agent_replay.stand_ins"
+"""The stand-ins a step's arguments hold, as a JSON object: stand-in -> the marker it stands for (the call
+key is computed on the markers). ``check`` and the replayer read it (``capture.StandInTable``)."""
+RESULT_STAND_INS: Final = "agent_replay.result_stand_ins"
+"""The same for the stand-ins of a step's result."""
 TARGET: Final = "agent_replay.target"
 """For a method step, the run-local name of the object it was called on (``Client#2``): the call key
 leaves ``self`` out, so this tells two objects' calls apart (``stats`` retries)."""

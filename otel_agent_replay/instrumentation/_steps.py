@@ -107,6 +107,8 @@ class StepInFlight:
                     lossy = tuple(t for t in lossy if not t.endswith(UNNAMED))
                 if lossy:
                     warn_lossy(self.spec, lossy)
+            if captured.stand_ins:
+                attrs[A.RESULT_STAND_INS] = orjson.dumps(captured.stand_ins).decode("utf-8")
             if captured.truncated:
                 attrs[A.RESULT_TRUNCATED] = True
                 attrs[A.RESULT_SHA256] = captured.sha256 or ""
@@ -260,6 +262,8 @@ def step_attributes(spec: ToolSpec, prep: Prepared) -> tuple[str, dict[str, Any]
     attrs[A.KIND] = spec.kind_value
     attrs[A.SIDE_EFFECT] = spec.side_effect_value
     attrs[A.CALL_KEY] = captured.call_key
+    if captured.stand_ins:
+        attrs[A.STAND_INS] = orjson.dumps(captured.stand_ins).decode("utf-8")
     if prep.target is not None:
         attrs[A.TARGET] = prep.target
     if captured.key_ignore:

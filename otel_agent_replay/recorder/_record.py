@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Union
 
 from opentelemetry.exporter.agent_replay_tape import TapeSpanExporter
 
-from otel_agent_replay.capture import DEFAULT_REDACTOR, BlobStore, Capture, KeyRules, Limits, Redactor
+from otel_agent_replay.capture import DEFAULT_REDACTOR, BlobStore, Capture, KeyRules, Limits, Redactor, StandIns
 from otel_agent_replay.core import (
     ConfigurationError,
     OtlpWarning,
@@ -153,7 +153,8 @@ class record(Scope[Recording, tuple[Recording, Token[object | None]]]):
             raise ConfigurationError(f"size caps too small: {limits}; max_string >= 16, max_result_bytes >= 64")
         blobs = BlobStore(self.path.with_name(self.path.name + ".blobs")) if store_full_payloads else None
         self.key_ignore = dict(key_ignore or {})
-        self.capture = Capture(redactor=redactor or DEFAULT_REDACTOR, limits=limits, blobs=blobs)
+        # one StandIns per recording: its key (never written) makes this tape's stand-ins
+        self.capture = Capture(redactor=redactor or DEFAULT_REDACTOR, limits=limits, blobs=blobs, stand_ins=StandIns())
         self.fsync = fsync
         if not isinstance(otlp_flush_timeout, (int, float)) or otlp_flush_timeout < 0:
             raise ConfigurationError(f"record(otlp_flush_timeout={otlp_flush_timeout!r}): give seconds, 0 or more")

@@ -23,6 +23,7 @@ from otel_agent_replay.capture import (
     Capture,
     CapturedArgs,
     KeyRules,
+    StandInTable,
     capture_args,
     key_from_json,
 )
@@ -94,7 +95,9 @@ class ReplaySession:
         self.mode = options.record_mode
         self.spans = options.spans
         self._pace = options.pace_policy == Pace.RECORDED
-        self.capture = Capture(redactor=options.redactor, keys=KeyRules(options.key_ignore))
+        # a recorded stand-in echoed by the agent into a later call is keyed on the marker it stands for
+        known = StandInTable.from_attributes(tape.stand_in_values()) if tape is not None else None
+        self.capture = Capture(redactor=options.redactor, keys=KeyRules(options.key_ignore), known=known)
         self._tracer = replay_tracer()
         self.ledger = Ledger()
         self.fork_state = ForkState(options.then_policy, fork_tape, tape_path)

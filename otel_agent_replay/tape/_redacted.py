@@ -16,17 +16,71 @@ already) reads the same.
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, Final
 
 import orjson
 
 from otel_agent_replay.capture import KEY_PLACEHOLDER, Redactor
+from otel_agent_replay.core import attributes as A
 
 from ._span import SpanRecord
 from ._values import StepError
 
 _JSON_STARTS = ("{", "[", '"')
 _JSON_ENDS = ("}", "]", '"')
+
+# The tape's own structure: read without the user's processors (they see values only), and a value of its
+# structural shape is kept as it is (a call key ``get_token:1f…`` is not ``token: <secret>``).
+_DIGITS = re.compile(r"[0-9]{1,20}")
+_HEX = re.compile(r"[0-9a-f]{1,64}")
+_WORD = re.compile(r"[a-z_]{1,32}")
+_WHEN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{5,18}(?:Z|[+-][0-9]{2}:[0-9]{2})?")
+_STRUCTURE: Final[dict[str, re.Pattern[str] | None]] = {
+    A.SCHEMA_VERSION_ATTR: _DIGITS,
+    A.SEQ: _DIGITS,
+    A.MAX_STRING: _DIGITS,
+    A.MAX_RESULT_BYTES: _DIGITS,
+    A.REPETITION: _DIGITS,
+    A.KIND: _WORD,
+    A.SIDE_EFFECT: _WORD,
+    A.MODE: _WORD,
+    A.INPUT_HASH: _HEX,
+    A.RESULT_SHA256: _HEX,
+    A.RECORDED_AT: _WHEN,
+    A.EXPIRES_AT: _WHEN,
+    A.STEP_ID: None,
+    A.PARENT_STEP_ID: None,
+    A.RUN_ID: None,
+    A.CALL_KEY: None,
+    A.TARGET: None,
+    A.STAND_INS: None,
+    A.RESULT_STAND_INS: None,
+    A.IMPLICIT_RUN: None,
+    A.RESULT_TRUNCATED: None,
+    A.SDK_VERSION: None,
+    A.PYTHON_VERSION: None,
+    A.KEY_IGNORE: None,
+    A.STREAM_OFFSETS: None,
+}
+_CALL_KEY = re.compile(r"(.*):([0-9a-f]{12})")
+
+
+def _structure(redactor: Redactor, key: str, value: Any) -> Any:
+    """A structural attribute's value: kept when it has its shape, else redacted without processors."""
+    plain = redactor.without_processors
+    if not isinstance(value, str):
+        return clean_attribute(plain, "", value) if isinstance(value, (bytes, list, tuple, dict)) else value
+    shape = _STRUCTURE[key]
+    if shape is not None and shape.fullmatch(value):
+        return value
+    if key == A.CALL_KEY:
+        match = _CALL_KEY.fullmatch(value)
+        if match is not None:  # the tool's name is scanned as a name, the hash is a hash
+            tool = clean_text(plain, match.group(1))
+            return value if tool == match.group(1) else f"{tool}:{match.group(2)}"
+    return _clean_string(plain, key, value)
+
 
 __all__ = ["clean_attribute", "clean_attributes", "clean_string", "clean_text", "redact_record"]
 
@@ -38,6 +92,12 @@ def clean_text(redactor: Redactor, text: str) -> str:
 
 def clean_string(redactor: Redactor, key: str, text: str) -> str:
     """A string attribute value under ``key``, redacted (JSON as data, a recorded stream as its text)."""
+    if key in _STRUCTURE:
+        return str(_structure(redactor, key, text))
+    return _clean_string(redactor, key, text)
+
+
+def _clean_string(redactor: Redactor, key: str, text: str) -> str:
     if text[:1] in _JSON_STARTS and text[-1:] in _JSON_ENDS:  # JSON (a step's arguments, result …): as data
         try:
             data = orjson.loads(text)
@@ -61,6 +121,8 @@ def clean_attribute(redactor: Redactor, key: str, value: Any) -> Any:
         return None
     if key and redactor.is_secret_key(key):
         return KEY_PLACEHOLDER
+    if key in _STRUCTURE:
+        return _structure(redactor, key, value)
     if isinstance(value, str):
         return clean_string(redactor, key, value)
     if isinstance(value, bytes):

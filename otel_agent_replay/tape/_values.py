@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 
+from otel_agent_replay.core.attributes import RESULT_STAND_INS, STAND_INS
+
 
 @dataclass(frozen=True, slots=True)
 class StepError:
@@ -224,6 +226,14 @@ class Tape:
                 return run
         known = ", ".join(r.run_id for r in self.runs) or "none"
         raise KeyError(f"{self.path}: no run {run_id!r} (runs on this tape: {known})")
+
+    def stand_in_values(self) -> list[object]:
+        """The ``agent_replay.stand_ins`` values of every step (arguments first, then results), for
+        ``capture.StandInTable.from_attributes``."""
+        steps = [step for run in self.runs for step in run.steps]
+        return [step.attributes.get(STAND_INS) for step in steps] + [
+            step.attributes.get(RESULT_STAND_INS) for step in steps
+        ]
 
     def runs_of_trace(self, trace_id: str) -> tuple[Run, ...]:
         """The runs of one trace (a task and its retries), in recorded order."""

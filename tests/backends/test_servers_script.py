@@ -19,8 +19,9 @@ def _run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_cached_build_is_a_no_op(tmp_path: Path) -> None:
     jaeger, otelcol = server_binary("AGENT_REPLAY_JAEGER"), server_binary("AGENT_REPLAY_OTELCOL")
+    gitleaks = server_binary("AGENT_REPLAY_GITLEAKS")
     cache = jaeger.parent.parent
-    before = {p: p.stat().st_mtime_ns for p in (jaeger, otelcol)}
+    before = {p: p.stat().st_mtime_ns for p in (jaeger, otelcol, gitleaks)}
     shims, called = tmp_path / "bin", tmp_path / "go-was-called"
     shims.mkdir()
     go = shims / "go"  # a `go` that notes it was run: a cached build runs no Go command at all
@@ -33,6 +34,7 @@ def test_a_cached_build_is_a_no_op(tmp_path: Path) -> None:
     assert {p: p.stat().st_mtime_ns for p in before} == before  # … nor rebuilt
     assert _run("path", "jaeger", AGENT_REPLAY_CACHE=str(cache)).stdout.strip() == str(jaeger)
     assert _run("path", "otelcol", AGENT_REPLAY_CACHE=str(cache)).stdout.strip() == str(otelcol)
+    assert _run("path", "gitleaks", AGENT_REPLAY_CACHE=str(cache)).stdout.strip() == str(gitleaks)
 
 
 def test_a_failed_build_names_the_step_and_keeps_the_log(tmp_path: Path) -> None:

@@ -28,10 +28,10 @@ ROOT = Path(__file__).resolve().parents[2]
 JAEGER_CONFIG = ROOT / "compose" / "jaeger.yaml"
 COLLECTOR_CONFIG = ROOT / "compose" / "otel-collector.yaml"
 SETUP_HINT = (
-    "run the suite with `bash scripts/dev.sh test`, which builds Jaeger and the Collector from their Go modules "
-    "with scripts/servers.sh (once, cached outside the clone) and sets AGENT_REPLAY_JAEGER and AGENT_REPLAY_OTELCOL; "
-    "or run `bash scripts/servers.sh build` and set AGENT_REPLAY_JAEGER=$(bash scripts/servers.sh path jaeger) "
-    "and AGENT_REPLAY_OTELCOL=$(bash scripts/servers.sh path otelcol)"
+    "run the suite with `bash scripts/dev.sh test`, which builds Jaeger, the Collector and gitleaks from their Go "
+    "modules with scripts/servers.sh (once, cached outside the clone) and sets AGENT_REPLAY_JAEGER, "
+    "AGENT_REPLAY_OTELCOL and AGENT_REPLAY_GITLEAKS; or run `bash scripts/servers.sh build` and set each, e.g. "
+    "AGENT_REPLAY_GITLEAKS=$(bash scripts/servers.sh path gitleaks)"
 )
 
 
