@@ -48,16 +48,17 @@ from otel_agent_replay.instrumentation import (
     tool_spec,
 )
 from otel_agent_replay.seal import ChildWatch, NetworkGuard, running_live
-from otel_agent_replay.tape import Step, Tape
+from otel_agent_replay.tape import Tape
 from otel_agent_replay.timetravel import Fork, ForkState
 
 from ._append import Appender
 from ._binding import RunBinder
 from ._decide import Decider
 from ._doubles import make_double
+from ._ending import count_unused, settle
 from ._index import rebuild_exception, recorded_result
 from ._ledger import Divergence, Ledger, ReplayStats
-from ._messages import outside_error, unused_error
+from ._messages import outside_error
 from ._options import ReplayOptions
 from ._runs import ReplayRun
 from ._serving import (
@@ -390,35 +391,16 @@ class ReplaySession:
             self._appender.close()
         if self.recording:
             return
-        unused: list[tuple[str, Step]] = []
-        bound, leftover = self._runs.leftovers()
-        for replay_run in bound:
-            if replay_run.index is not None:
-                unused.extend((replay_run.recorded_id, s) for s in replay_run.index.unused())
-        for run in leftover:
-            self.ledger.diverge(
-                DivergenceKind.RUN_COUNT,
-                run.run_id,
-                run.agent_name,
-                0,
-                None,
-                f"recorded run {run.run_id} ({run.agent_name}) was never replayed: the agent started fewer runs",
-            )
-            unused.extend((run.run_id, s) for s in self._runs.index(run).unused())
-        for run_id, step in unused:
-            message = f"{step.tool} (seq {step.seq}) was never called"
-            self.ledger.diverge(DivergenceKind.UNUSED, run_id, step.tool, 0, step.seq, message)
-        self.ledger.set_count("unused_entries", len(unused))
-        if propagating is not None:
-            wrapped = _wrapped_divergence(propagating, self.ledger.raised)
-            if wrapped is not None:
-                raise wrapped from propagating  # a library turned it into its own error (an SDK's retry)
-            return
-        if self.ledger.raised:
-            raise self.ledger.raised[0]  # swallowed by the agent: the test must still fail
+        unused = count_unused(self._runs, self.ledger)
         # a fork or an edit changes the path on purpose: what was not used is in the report, not a failure
-        if unused and not self.options.allow_unused and not self.fork_state.forked and not self.options.edit:
-            raise unused_error(unused, self.tape_path, self.options.hints)
+        settle(
+            self.ledger,
+            propagating,
+            unused,
+            strict=not (self.options.allow_unused or self.fork_state.forked or self.options.edit),
+            tape_path=self.tape_path,
+            hints=self.options.hints,
+        )
 
 
 def _blocked(ledger: Ledger, error: NetworkBlocked) -> None:
@@ -440,15 +422,3 @@ def _in_asyncio() -> bool:
     except RuntimeError:
         return False
     return True
-
-
-def _wrapped_divergence(error: BaseException, raised: list[ReplayDivergence]) -> BaseException | None:
-    """A divergence this replay raised that ``error`` carries as its cause or context, if any."""
-    seen: set[int] = set()
-    cause: BaseException | None = error
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
-        if cause is not error and any(cause is r for r in raised):
-            return cause
-        cause = cause.__cause__ or cause.__context__
-    return None
