@@ -28,6 +28,10 @@ def lookup(customer: str, token: str = "") -> dict[str, Any]:
     return {"customer": customer, "plan": "pro"}
 
 
+SECRET_BODY = "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+"""A GitHub token's body (after ``ghp_``): on the tape only as a stand-in of its shape, never itself."""
+
+
 @model_call(provider="stand-in", model="m-1")
 def decide(messages: list[dict[str, str]], system: str = "") -> dict[str, Any]:
     return {"choices": [{"role": "assistant", "content": "call lookup"}], "usage": {"input_tokens": 3}}
@@ -37,7 +41,7 @@ def _agent(steps: int = 2) -> str:
     with agent_run("support", input={"ticket": "T-1"}) as run:
         decide([{"role": "user", "content": "who is c_1?"}], system="Be brief.")  # gen_ai.system_instructions
         for i in range(steps - 1):
-            lookup(f"c_{i}", token="ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8")
+            lookup(f"c_{i}", token="ghp_" + SECRET_BODY)
         run.set_output({"answer": "pro"})
     return run.run_id
 
@@ -137,7 +141,8 @@ def test_content_goes_to_otlp_only_when_the_genai_switch_is_on(
     sent = {span_id: attrs_of(span) for span_id, span in got.by_id().items()}
     assert sorted(sent) == sorted(on_tape)
     assert _content(on_tape) == A.CONTENT_ATTRIBUTES
-    assert b"ghp_" not in tape.read_bytes()  # the tape's content is redacted
+    on_disk = tape.read_bytes()
+    assert SECRET_BODY.encode() not in on_disk  # the tape's content is redacted (a stand-in keeps only ghp_)
     on = switch in ("true", "SPAN_ONLY")
     assert _content(sent) == (_content(on_tape) if on else set())
     for span_id, attrs in sent.items():
