@@ -209,6 +209,22 @@ def test_context_parameters_and_self_are_left_out() -> None:
 def _shapes(a: int, b: str = "x", *, c: float = 1.5, ctx: object = None) -> None: ...
 
 
+def _binds_alike(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The fast binder of ``fn`` binds as ``bind_arguments`` does, in the same order, or raises its
+    TypeError; the binder, or None when the call raised."""
+    sig = inspect.signature(fn)
+    fast = make_binder(sig, leave_out=("ctx",))
+    try:
+        expected = bind_arguments(sig, args, kwargs, ("ctx",))
+    except TypeError as err:
+        with pytest.raises(TypeError, match=str(err).split("'")[0]):
+            fast(args, kwargs)
+        return None
+    assert fast(args, kwargs) == expected
+    assert list(fast(args, kwargs)) == list(expected)  # same order
+    return fast
+
+
 @pytest.mark.parametrize(
     ("args", "kwargs"),
     [
@@ -225,16 +241,7 @@ def _shapes(a: int, b: str = "x", *, c: float = 1.5, ctx: object = None) -> None
     ],
 )
 def test_the_fast_binder_binds_like_bind_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    sig = inspect.signature(_shapes)
-    fast = make_binder(sig, leave_out=("ctx",))
-    try:
-        expected = bind_arguments(sig, args, kwargs, ("ctx",))
-    except TypeError as err:
-        with pytest.raises(TypeError, match=str(err).split("'")[0]):
-            fast(args, kwargs)
-        return
-    assert fast(args, kwargs) == expected
-    assert list(fast(args, kwargs)) == list(expected)  # same order
+    _binds_alike(_shapes, args, kwargs)
 
 
 def _spread(**body: Any) -> None: ...
@@ -250,16 +257,9 @@ def _spread(**body: Any) -> None: ...
     ],
 )
 def test_the_keywords_only_binder_binds_like_bind_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    sig = inspect.signature(_spread)
-    fast = make_binder(sig, leave_out=("ctx",))
-    try:
-        expected = bind_arguments(sig, args, kwargs, ("ctx",))
-    except TypeError as err:
-        with pytest.raises(TypeError, match=str(err).split("'")[0]):
-            fast(args, kwargs)
-        return
-    assert fast(args, kwargs) == expected and list(fast(args, kwargs)) == list(expected)
-    assert fast(args, kwargs) is not kwargs  # a copy: the caller's dict is never the bound one
+    fast = _binds_alike(_spread, args, kwargs)
+    if fast is not None:
+        assert fast(args, kwargs) is not kwargs  # a copy: the caller's dict is never the bound one
 
 
 def test_signatures_with_star_args_use_the_general_binding() -> None:

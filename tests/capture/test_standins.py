@@ -6,16 +6,15 @@ from __future__ import annotations
 import random
 import re
 import string
-import zlib
 
 import pytest
 from helpers.secret_corpus import ALL_SAMPLES
+from helpers.token_checksum import crc_base62
 
 from otel_agent_replay.capture import DEFAULT_REDACTOR, StandIns, StandInTable
 
 _rng = random.Random(30)
 _ALNUM = string.ascii_letters + string.digits
-_BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 
 
 def _pick(alphabet: str, n: int) -> str:
@@ -26,18 +25,10 @@ def _pick(alphabet: str, n: int) -> str:
             return out
 
 
-def _crc_base62(text: str) -> str:
-    crc, out = zlib.crc32(text.encode()), ""
-    for _ in range(6):
-        crc, rest = divmod(crc, 62)
-        out = _BASE62[rest] + out
-    return out
-
-
 def _github_token() -> str:
     """A GitHub token whose checksum is valid: 30 characters, then the base62 CRC32 of what comes before."""
     head = "ghp_" + _pick(_ALNUM, 30)
-    return head + _crc_base62(head)
+    return head + crc_base62(head)
 
 
 def _vendor_tokens() -> list[tuple[str, str]]:
@@ -75,10 +66,10 @@ def test_a_vendor_token_keeps_its_length_classes_and_prefix_and_carries_a_mark(p
 def test_a_github_stand_in_never_passes_the_checksum() -> None:
     for _ in range(200):
         token = _github_token()
-        assert _crc_base62(token[:-6]) == token[-6:]  # the input is a well-formed token
+        assert crc_base62(token[:-6]) == token[-6:]  # the input is a well-formed token
         stand_in = StandIns().replacement("github_token", token)
-        assert _crc_base62(stand_in[:-6]) != stand_in[-6:]
-        assert _crc_base62(stand_in[4:-6]) != stand_in[-6:], "nor without the prefix, as other checkers read it"
+        assert crc_base62(stand_in[:-6]) != stand_in[-6:]
+        assert crc_base62(stand_in[4:-6]) != stand_in[-6:], "nor without the prefix, as other checkers read it"
 
 
 @pytest.mark.parametrize("sample", ALL_SAMPLES, ids=[s.name for s in ALL_SAMPLES])

@@ -18,7 +18,6 @@ import random
 import string
 import subprocess
 import sys
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +26,13 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from helpers.go_servers import server_binary
 from helpers.secret_corpus import CORPUS
 from helpers.secrets import FREE_TEXT, SECRETS
+from helpers.token_checksum import crc_base62
 
 from otel_agent_replay import agent_run, load_tape, record, tool
 from otel_agent_replay.core import attributes as A
 
 _rng = random.Random(30_2026)
 _ALNUM = string.ascii_letters + string.digits
-_BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 _HEX = "0123456789abcdef"
 
 
@@ -41,18 +40,10 @@ def _pick(alphabet: str, n: int) -> str:
     return "".join(_rng.choice(alphabet) for _ in range(n))
 
 
-def _crc_base62(text: str) -> str:
-    crc, out = zlib.crc32(text.encode()), ""
-    for _ in range(6):
-        crc, rest = divmod(crc, 62)
-        out = _BASE62[rest] + out
-    return out
-
-
 def _checksummed(prefix: str) -> str:
     """A GitHub or npm token as the vendor mints it: 30 random characters, then their base62 CRC32."""
     body = _pick(_ALNUM, 30)
-    return prefix + body + _crc_base62(body)
+    return prefix + body + crc_base62(body)
 
 
 def _vendor_tokens() -> list[str]:
