@@ -1,0 +1,119 @@
+"""The 4 KB recorded step of ``bench_redact_throughput.py``, taken apart: where its time goes.
+
+Run it as a script (not a test)::
+
+    .venv/bin/python bench/profile_step.py            # the step against a bare span, and its parts alone
+    .venv/bin/python bench/profile_step.py --profile  # a cProfile of 3,000 steps
+
+The step is the same as ``bench_redact_throughput.py``'s: ``@tool`` + ``agent_run`` in ``record(path)``
+returning ``redact_corpus.step_rows(50)``, the application's provider a ``BatchSpanProcessor`` to a
+discarding exporter. The parts are timed alone on the same data (best of 5 x 2,000 calls, CPU time).
+See bench/README.md, "The 4 KB step".
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import sys
+import tempfile
+import time
+import timeit
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import orjson  # noqa: E402
+import redact_corpus  # noqa: E402
+from benchlib import DiscardExporter  # noqa: E402
+from opentelemetry import trace  # noqa: E402
+from opentelemetry.exporter.agent_replay_tape import LineEncoder  # noqa: E402
+from opentelemetry.exporter.agent_replay_tape._writer import AppendWriter  # noqa: E402
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import BatchSpanProcessor  # noqa: E402
+
+from otel_agent_replay import agent_run, record, tool  # noqa: E402
+from otel_agent_replay.capture import DEFAULT_CAPTURE, capture_result  # noqa: E402
+
+
+def _provider() -> TracerProvider:
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(DiscardExporter(), max_queue_size=1 << 20))
+    return provider
+
+
+def _alone(fn: Any, n: int = 2000) -> float:
+    """Best CPU µs per call of ``fn``."""
+    fn()
+    return min(timeit.repeat(fn, number=n, repeat=5, timer=time.process_time)) / n * 1e6
+
+
+def parts(rows: list[dict[str, Any]]) -> None:
+    captured = capture_result(rows, DEFAULT_CAPTURE)
+    tracer = TracerProvider().get_tracer("bench.parts")
+    attrs: dict[str, Any] = {f"agent_replay.a{i}": "v" * 20 for i in range(12)}
+    attrs["gen_ai.tool.call.result"] = captured.json
+    span = tracer.start_span("execute_tool orders", attributes=attrs)
+    span.end()
+    encoder = LineEncoder()
+    line = encoder.encode(span)  # type: ignore[arg-type]
+    print(f"capture_result of the rows       {_alone(lambda: capture_result(rows, DEFAULT_CAPTURE)):8.1f} µs")
+    print(f"  orjson.dumps of the rows       {_alone(lambda: orjson.dumps(rows)):8.1f} µs")
+    print(f"start_span, 13 attributes + end  {_alone(lambda: tracer.start_span('s', attributes=attrs).end()):8.1f} µs")
+    print(f"start_span bare + end            {_alone(lambda: tracer.start_span('x').end()):8.1f} µs")
+    print(f"LineEncoder.encode ({len(line)} B)   {_alone(lambda: encoder.encode(span)):8.1f} µs")  # type: ignore[arg-type]
+    with tempfile.TemporaryDirectory(prefix="bench-step-") as work:
+        writer = AppendWriter(Path(work) / "t.jsonl")
+        print(f"AppendWriter.append of the line  {_alone(lambda: writer.append((line,))):8.1f} µs")
+        writer.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--profile", action="store_true", help="print a cProfile of 3,000 steps")
+    parser.add_argument("--sort", default="cumulative", help="the profile's order (cumulative, tottime)")
+    args = parser.parse_args()
+    trace.set_tracer_provider(_provider())
+    bare = _provider().get_tracer("bench.bare").start_as_current_span
+    rows = redact_corpus.step_rows(50)
+
+    @tool(name="orders", side_effect="read_only")
+    def orders(customer_id: str) -> list[dict[str, Any]]:
+        return rows
+
+    def bare_loop(n: int) -> None:
+        for _ in range(n):
+            with bare("x"):
+                pass
+
+    def loop(n: int) -> None:
+        for _ in range(n):
+            orders(customer_id="c_17")
+
+    with tempfile.TemporaryDirectory(prefix="bench-step-") as work, record(Path(work) / "t.jsonl"), agent_run("b"):
+        loop(200)
+        bare_loop(200)
+        if args.profile:
+            profiler = cProfile.Profile()
+            profiler.enable()
+            loop(3000)
+            profiler.disable()
+            pstats.Stats(profiler).sort_stats(args.sort).print_stats(50)
+            return 0
+        for _ in range(5):
+            start = time.process_time_ns()
+            loop(2000)
+            step = (time.process_time_ns() - start) / 2000
+            start = time.process_time_ns()
+            bare_loop(8000)
+            one = (time.process_time_ns() - start) / 8000
+            print(f"step {step / 1e3:.1f} µs, bare span {one / 1e3:.2f} µs, ratio {step / one:.1f}x")
+    parts(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
