@@ -3,7 +3,8 @@
 Run it as a script (not a test)::
 
     .venv/bin/python bench/profile_step.py            # the step against a bare span, and its parts alone
-    .venv/bin/python bench/profile_step.py --profile  # a cProfile of 3,000 steps
+    .venv/bin/python bench/profile_step.py --profile  # a cProfile of 3,000 steps (--sort tottime)
+    .venv/bin/python bench/profile_step.py --without  # the step with its parts taken out, in one process
 
 The step is the same as ``bench_redact_throughput.py``'s: ``@tool`` + ``agent_run`` in ``record(path)``
 returning ``redact_corpus.step_rows(50)``, the application's provider a ``BatchSpanProcessor`` to a
@@ -71,10 +72,58 @@ def parts(rows: list[dict[str, Any]]) -> None:
         writer.close()
 
 
+def without(orders: Any, rows: list[dict[str, Any]], bare: Any) -> None:
+    """The step in-process with a part taken out at a time: what each part costs inside the step
+    (caches, allocation and the file as the real step has them), not alone."""
+    import opentelemetry.exporter.agent_replay_tape as tape
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    import otel_agent_replay.instrumentation._steps as steps
+
+    captured = capture_result(rows, DEFAULT_CAPTURE)
+    real_capture, real_export = steps.capture_result, tape.TapeSpanExporter.export
+
+    def encode_only(self: Any, spans: Any) -> SpanExportResult:
+        for span in spans:
+            self._encoder.encode(span)
+        return SpanExportResult.SUCCESS
+
+    cases: list[tuple[str, Any, Any]] = [
+        ("the step", real_capture, real_export),
+        ("without capture_result", lambda r, c: captured, real_export),
+        ("  and the tape's append", lambda r, c: captured, encode_only),
+        ("  and the tape's encoding", lambda r, c: captured, lambda self, spans: SpanExportResult.SUCCESS),
+    ]
+    try:
+        for label, capture, export in cases:
+            steps.capture_result, tape.TapeSpanExporter.export = capture, export  # type: ignore[method-assign]
+            with (
+                tempfile.TemporaryDirectory(prefix="bench-step-") as work,
+                record(Path(work) / "t.jsonl"),
+                agent_run("b"),
+            ):
+                for _ in range(300):
+                    orders(customer_id="c_17")
+                best = min(_timed(lambda: orders(customer_id="c_17"), 1500) for _ in range(5))
+            one = _timed(bare, 6000)
+            print(f"{label:28s} {best / 1e3:7.1f} µs   bare span {one / 1e3:5.2f} µs   {best / one:5.1f}x")
+    finally:
+        steps.capture_result, tape.TapeSpanExporter.export = real_capture, real_export  # type: ignore[method-assign]
+
+
+def _timed(fn: Any, n: int) -> float:
+    """CPU nanoseconds per call of ``fn`` over ``n`` calls."""
+    start = time.process_time_ns()
+    for _ in range(n):
+        fn()
+    return (time.process_time_ns() - start) / n
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--profile", action="store_true", help="print a cProfile of 3,000 steps")
     parser.add_argument("--sort", default="cumulative", help="the profile's order (cumulative, tottime)")
+    parser.add_argument("--without", action="store_true", help="the step with capture, append, encoding taken out")
     args = parser.parse_args()
     trace.set_tracer_provider(_provider())
     bare = _provider().get_tracer("bench.bare").start_as_current_span
@@ -92,6 +141,15 @@ def main() -> int:
     def loop(n: int) -> None:
         for _ in range(n):
             orders(customer_id="c_17")
+
+    if args.without:
+
+        def one_bare() -> None:
+            with bare("x"):
+                pass
+
+        without(orders, rows, one_bare)
+        return 0
 
     with tempfile.TemporaryDirectory(prefix="bench-step-") as work, record(Path(work) / "t.jsonl"), agent_run("b"):
         loop(200)
