@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
 import sys
 import tempfile
@@ -70,6 +71,16 @@ def parts(rows: list[dict[str, Any]]) -> None:
         writer = AppendWriter(Path(work) / "t.jsonl")
         print(f"AppendWriter.append of the line  {_alone(lambda: writer.append((line,))):8.1f} µs")
         writer.close()
+    # the same capture with other work between calls, as in the step: what the caches' eviction adds
+    big = rows * 20
+    with tempfile.TemporaryFile() as scratch:
+        fd = scratch.fileno()
+        print(f"  {len(line)} B os.write alone        {_alone(lambda: os.write(fd, line)):8.1f} µs")
+        both = _alone(lambda: (capture_result(rows, DEFAULT_CAPTURE), os.write(fd, line)))
+        print(f"capture_result, then that write  {both:8.1f} µs")
+    print(f"orjson.dumps of {len(big)} rows       {_alone(lambda: orjson.dumps(big), 200):8.1f} µs")
+    both = _alone(lambda: (capture_result(rows, DEFAULT_CAPTURE), orjson.dumps(big)), 200)
+    print(f"capture_result, then those dumps {both:8.1f} µs")
 
 
 def without(orders: Any, rows: list[dict[str, Any]], bare: Any) -> None:
