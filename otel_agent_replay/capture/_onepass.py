@@ -68,6 +68,15 @@ _GATE_MATCH: Any = getattr(getattr(_GATE_BYTES, "_regexp", None), "Match", None)
 _UNANCHORED: Any = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
 if _UNANCHORED is None:
     _GATE_MATCH = None
+# A credential word is inert when the name holding it runs into one of ``_INERT_AFTER`` (``${DB_PASSWORD}``,
+# base64 that spells ``KEY``), or on for a whole window of name characters: every rule a word gates (credential
+# context, field rules, ``bearer``/``basic``, URL parameters) needs a quote, white space, a backslash (an escape),
+# ``:``, ``=`` or ``>`` (XML) right after a name, and a name is at most 64 characters (``_context._MAX_NAME``).
+_NAME_WINDOW: Final = 64
+_NAME_BYTES: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
+_INERT_AFTER: Final = frozenset((b"+", b"/", b"}"))
+_WORD_BYTES: Final = frozenset(word.encode("ascii") for word in _WORDS)
+_LONGEST_WORD: Final = max(map(len, _WORDS))
 _STRUCTURE_START: Final = frozenset(('"{', '"[', '"d', '"e', '"i', '"$', '"c'))
 _SHORT_LIST = re.compile(r'\["[^"\\]{0,32}"(?:,"[^"\\]{0,32}")+\]')
 _BASE64_TEXT = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
@@ -211,12 +220,24 @@ def _gate_starts(text: str, data: bytes | None = None) -> list[int]:
             start, end = _GATE_MATCH(_UNANCHORED, data, pos, size)[0]
             if start < 0:
                 break
+            if end - start <= _LONGEST_WORD and _inert_word(data, start, end):
+                pos = start + 1  # search on inside it: a prefix or an escape the word hid is found
+                continue
             out.append(start)
             pos = end if end > pos else pos + 1
         return out
     if text.isascii():
         return [match.start() for match in _GATE_BYTES.finditer(text.encode("ascii"))]
     return [match.start() for match in _GATE.finditer(text)]
+
+
+def _inert_word(data: bytes, start: int, end: int) -> bool:
+    """Whether the gate's match ``data[start:end]`` is a credential word no rule can act on (``_INERT_AFTER``)."""
+    if data[start:end].lower() not in _WORD_BYTES:
+        return False
+    tail = data[end : end + _NAME_WINDOW]
+    rest = tail.translate(None, _NAME_BYTES)
+    return rest[:1] in _INERT_AFTER if rest else len(tail) == _NAME_WINDOW
 
 
 def _escaped(text: str, at: int) -> bool:
