@@ -43,6 +43,7 @@ from ._pipeline import (
 )
 from ._rebuild import loaded_class, rebuild_exception_as
 from ._rebuilders import rebuild
+from ._recorded import RecordedArgs
 from ._redact import DEFAULT_REDACTOR, KEY_PLACEHOLDER, PII_NAMES, Redactor
 from ._standin import MARKER, StandIns, StandInTable
 
@@ -66,6 +67,7 @@ __all__ = [
     "Description",
     "KeyRules",
     "Limits",
+    "RecordedArgs",
     "Redactor",
     "StandInTable",
     "StandIns",

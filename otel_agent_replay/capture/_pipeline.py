@@ -26,6 +26,7 @@ from ._canonical import (
 from ._describe import describe, plain_json_names
 from ._keys import NO_RULES, KeyRules
 from ._payload import BlobStore, Limits, cap_json, shorten_strings
+from ._recorded import RecordedArgs
 from ._redact import DEFAULT_REDACTOR, Redactor
 from ._standin import StandIns, StandInTable
 
@@ -44,6 +45,9 @@ class Capture:
     known: StandInTable | None = None
     """A replayed tape's stand-ins: a live value holding one (echoed from a recorded result) is keyed as the
     recorded call was, on the marker it stands for."""
+    recorded: RecordedArgs | None = None
+    """A replayed tape's recorded argument texts: a live call whose canonical text is one of them is keyed
+    without redacting it again (``_recorded``: redaction gives such a text back unchanged)."""
 
 
 DEFAULT_CAPTURE = Capture()
@@ -109,14 +113,17 @@ def capture_args(
     """Canonical, redacted arguments and their call key (without the paths the key rules leave out).
 
     The call key is computed on the redacted form (markers); the JSON the tape carries has the
-    recording's stand-ins in their place (``Capture.stand_ins``)."""
+    recording's stand-ins in their place (``Capture.stand_ins``). A replay's call whose canonical text is
+    one the tape recorded (``Capture.recorded``) is not redacted again: redaction would give it back."""
     value = normalize(to_jsonable(bound))
     text = dumps_canonical(value)
+    recorded = capture.recorded
+    on_tape = recorded is not None and text in recorded
     if capture.known:
         restored = capture.known.restore_json(text)
         if restored != text:
             text, value = restored, orjson.loads(restored)
-    redacted = _redacted_args(capture.redactor, text)
+    redacted = text if on_tape else _redacted_args(capture.redactor, text)
     shown: JSONValue = None
     made: dict[str, str] = {}
     if redacted is not text:

@@ -102,7 +102,7 @@ class RunBinder:
             bound = state.replay
             if not bound.limits_applied:
                 bound.limits_applied = True
-                state.capture = _capture_for(bound.index.run if bound.index else None, state.capture)
+                state.capture = _capture_for(bound.index.run if bound.index else None, state.capture, self._capture)
             return bound, state
         with self._lock:
             implicit = self._implicit
@@ -111,7 +111,7 @@ class RunBinder:
         if not implicit.limits_applied and implicit.state is not None:
             implicit.limits_applied = True
             recorded = implicit.index.run if implicit.index else None
-            implicit.state.capture = _capture_for(recorded, implicit.state.capture)
+            implicit.state.capture = _capture_for(recorded, implicit.state.capture, self._capture)
         assert implicit.state is not None
         return implicit, implicit.state
 
@@ -146,14 +146,21 @@ class RunBinder:
             return list(self._bound), list(self._queue)
 
 
-def _capture_for(recorded: Run | None, capture: Capture) -> Capture:
-    """``capture`` with the size caps the run was recorded with (stored on its run span), so a live
-    argument is shortened as the recorded one was and its call key matches."""
+def _capture_for(recorded: Run | None, capture: Capture, replay: Capture) -> Capture:
+    """``capture`` (the live run's) with what the replay knows of its tape, from ``replay`` (the session's):
+    its stand-ins (an echoed one is keyed on its marker) and its recorded argument texts (a call that is one
+    of them is keyed without redacting it again, ``capture._recorded``); and with the size caps the run was
+    recorded with (stored on its run span), so a live argument is shortened as the recorded one was and its
+    call key matches."""
+    changes: dict[str, Any] = {}
+    if capture.known is not replay.known:
+        changes["known"] = replay.known
+    if capture.recorded is not replay.recorded:
+        changes["recorded"] = replay.recorded
     attrs = recorded.attributes if recorded is not None else {}
     max_string, max_result = attrs.get(A.MAX_STRING), attrs.get(A.MAX_RESULT_BYTES)
-    if not isinstance(max_string, int) or not isinstance(max_result, int):
-        return capture
-    limits = Limits(max_string=max_string, max_result_bytes=max_result)
-    if limits == capture.limits:
-        return capture
-    return dataclasses.replace(capture, limits=limits)
+    if isinstance(max_string, int) and isinstance(max_result, int):
+        limits = Limits(max_string=max_string, max_result_bytes=max_result)
+        if limits != capture.limits:
+            changes["limits"] = limits
+    return dataclasses.replace(capture, **changes) if changes else capture

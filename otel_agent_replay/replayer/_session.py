@@ -23,6 +23,7 @@ from otel_agent_replay.capture import (
     Capture,
     CapturedArgs,
     KeyRules,
+    RecordedArgs,
     StandInTable,
     capture_args,
     key_from_json,
@@ -38,6 +39,7 @@ from otel_agent_replay.core import (
     SideEffect,
     SideEffectName,
 )
+from otel_agent_replay.core.attributes import CALL_KEY
 from otel_agent_replay.instrumentation import (
     Prepared,
     RunState,
@@ -98,7 +100,11 @@ class ReplaySession:
         self._pace = options.pace_policy == Pace.RECORDED
         # a recorded stand-in echoed by the agent into a later call is keyed on the marker it stands for
         known = StandInTable.from_attributes(tape.stand_in_values()) if tape is not None else None
-        self.capture = Capture(redactor=options.redactor, keys=KeyRules(options.key_ignore), known=known)
+        # a live call whose canonical arguments are a recorded call's is keyed without the detector (``_recorded``)
+        recorded = RecordedArgs(partial(_recorded_texts, tape)) if tape is not None and not recording else None
+        self.capture = Capture(
+            redactor=options.redactor, keys=KeyRules(options.key_ignore), known=known, recorded=recorded
+        )
         self._tracer = replay_tracer()
         self.ledger = Ledger()
         self.fork_state = ForkState(options.then_policy, fork_tape, tape_path)
@@ -401,6 +407,15 @@ class ReplaySession:
             tape_path=self.tape_path,
             hints=self.options.hints,
         )
+
+
+def _recorded_texts(tape: Tape) -> Iterator[str]:
+    """The argument texts of the tape's own steps: those with a recorded call key, whose arguments passed our
+    redaction (a step another tool wrote has none, and its arguments may not have)."""
+    for run in tape.runs:
+        for step in run.steps:
+            if step.attributes.get(CALL_KEY):
+                yield step.args_json
 
 
 def _blocked(ledger: Ledger, error: NetworkBlocked) -> None:
