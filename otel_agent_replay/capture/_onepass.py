@@ -56,27 +56,31 @@ _PREFIXES: Final = (
 # An escape that can join token characters into a token, or hide one: %2F between letters, &#43; ...
 _ESCAPES: Final = r"[A-Za-z0-9]%[0-9A-Fa-f]{2}|%[0-9A-Fa-f]{2}[A-Za-z0-9]|&#[xX]?[0-9A-Fa-f]{1,7};"
 _PGPASS: Final = r":(?:[0-9]{1,5}|\*):[^:\s\"',\\]+:[^:\s\"',\\]+:|-u[ =]"
-# Strings whose structure the walk must see: JSON or an event stream's event inside a string, bytes, chunks.
-_STRUCTURE: Final = r'"(?:[{\[]|data:|event:|id:|\$bytes"|delta"|choices"|content_block"|chunk")'
-_GATE: Any = re2.compile(
-    "(?i:" + "|".join(map(re.escape, _WORDS)) + ")|" + _PREFIXES + "|" + _ESCAPES + "|" + _PGPASS + "|" + _STRUCTURE
-)
+# Strings whose structure the walk must see: JSON or an event stream's event inside a string, bytes, chunks. JSON in
+# a string starts ``[`` or ``{`` then what JSON allows next, as it reads escaped: white space (`` ``, ``\n`` …), a
+# quote (``\"``), a value (``[``, ``{``, a digit, ``-``, ``true``/``false``/``null``) or the end (``]``, ``}``);
+# so an INI file's ``"[server]\n…`` is no hint.
+_STRUCTURE: Final = r'"(?:\[[ \\\[\]{0-9tfn-]|\{[ \\}]|data:|event:|id:|\$bytes"|delta"|choices"|content_block"|chunk")'
+_WORDS_RE: Final = "(?i:" + "|".join(map(re.escape, _WORDS)) + ")"
+_REST: Final = "|" + _PREFIXES + "|" + _ESCAPES + "|" + _PGPASS + "|" + _STRUCTURE
+_GATE: Any = re2.compile(_WORDS_RE + _REST)
 # The gate for ASCII text (the usual JSON), as bytes: RE2's binding converts every match's offsets for ``str``.
 _GATE_BYTES: Any = re2.compile(_GATE.pattern.encode("ascii"))
-# The compiled RE2 object's own search (the binding keeps it as ``_regexp``), when this version of the binding has it.
-_GATE_MATCH: Any = getattr(getattr(_GATE_BYTES, "_regexp", None), "Match", None)
-_UNANCHORED: Any = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
-if _UNANCHORED is None:
-    _GATE_MATCH = None
-# A credential word is inert when the name holding it runs into one of ``_INERT_AFTER`` (``${DB_PASSWORD}``,
+# A credential word is inert when the name holding it runs into one of ``+``, ``/``, ``}`` (``${DB_PASSWORD}``,
 # base64 that spells ``KEY``), or on for a whole window of name characters: every rule a word gates (credential
 # context, field rules, ``bearer``/``basic``, URL parameters) needs a quote, white space, a backslash (an escape),
 # ``:``, ``=`` or ``>`` (XML) right after a name, and a name is at most 64 characters (``_context._MAX_NAME``).
+# The direct search below asks it of RE2 itself: a word matches only with the rest of its name and the character
+# after it (or the text's end), so an inert word costs no call; the search goes on from that last character.
 _NAME_WINDOW: Final = 64
-_NAME_BYTES: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
-_INERT_AFTER: Final = frozenset((b"+", b"/", b"}"))
-_WORD_BYTES: Final = frozenset(word.encode("ascii") for word in _WORDS)
-_LONGEST_WORD: Final = max(map(len, _WORDS))
+_NAME_CLASS: Final = "A-Za-z0-9_.\\-"
+_ACTIVE_WORD: Final = f"{_WORDS_RE}[{_NAME_CLASS}]{{0,{_NAME_WINDOW - 1}}}(?:[^{_NAME_CLASS}+/}}]|$)"
+_GATE_ACTIVE: Any = re2.compile((_ACTIVE_WORD + _REST).encode("ascii"))
+# The compiled RE2 object's own search (the binding keeps it as ``_regexp``), when this version of the binding has it.
+_GATE_MATCH: Any = getattr(getattr(_GATE_ACTIVE, "_regexp", None), "Match", None)
+_UNANCHORED: Any = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
+if _UNANCHORED is None:
+    _GATE_MATCH = None
 _STRUCTURE_START: Final = frozenset(('"{', '"[', '"d', '"e', '"i', '"$', '"c'))
 _SHORT_LIST = re.compile(r'\["[^"\\]{0,32}"(?:,"[^"\\]{0,32}")+\]')
 _BASE64_TEXT = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
@@ -214,30 +218,20 @@ def _gate_starts(text: str, data: bytes | None = None) -> list[int]:
             return [match.start() for match in _GATE_BYTES.finditer(data)]
         # RE2's own search, called directly: the binding's ``finditer`` builds a match object per hit, which is
         # most of the gate's cost on a text with hundreds of hits (configuration files naming a password).
+        # Inert words are not matched at all (``_ACTIVE_WORD``); a word's match ends on the character after its
+        # name, which may start another hit (a quote opening JSON), so the search goes on from there.
         out: list[int] = []
         pos, size = 0, len(data)
         while pos <= size:
             start, end = _GATE_MATCH(_UNANCHORED, data, pos, size)[0]
             if start < 0:
                 break
-            if end - start <= _LONGEST_WORD and _inert_word(data, start, end):
-                pos = start + 1  # search on inside it: a prefix or an escape the word hid is found
-                continue
             out.append(start)
-            pos = end if end > pos else pos + 1
+            pos = end - 1 if end - 1 > start else start + 1
         return out
     if text.isascii():
         return [match.start() for match in _GATE_BYTES.finditer(text.encode("ascii"))]
     return [match.start() for match in _GATE.finditer(text)]
-
-
-def _inert_word(data: bytes, start: int, end: int) -> bool:
-    """Whether the gate's match ``data[start:end]`` is a credential word no rule can act on (``_INERT_AFTER``)."""
-    if data[start:end].lower() not in _WORD_BYTES:
-        return False
-    tail = data[end : end + _NAME_WINDOW]
-    rest = tail.translate(None, _NAME_BYTES)
-    return rest[:1] in _INERT_AFTER if rest else len(tail) == _NAME_WINDOW
 
 
 def _escaped(text: str, at: int) -> bool:
