@@ -89,7 +89,8 @@ _HEXISH = re.compile(r"[0-9a-fA-F\-]+")
 _MAX_DEPTH: Final = 2
 _JUDGED: dict[str, bool] = {}
 _JUDGED_SIZE: Final = 8192
-# A run's findings (offsets in it) at the top level: they depend on the run alone, and ids, paths and hosts repeat.
+# A run's findings (offsets in it) at the top level, by the character before it and the run: they depend on those
+# alone, and ids, paths and hosts repeat.
 _RUN_VERDICTS: dict[str, tuple[int, ...]] = {}
 
 
@@ -154,6 +155,9 @@ def dirty_positions(
                 structure.append(at)
         else:
             found.append(at)
+    if depth == 0 and data is not None:
+        found.extend(_run_positions(compiled, text, data))
+        return found
     escapes = "\\" in text
     verdicts = _RUN_VERDICTS
     for start, end in _runs(text, data):
@@ -162,18 +166,51 @@ def dirty_positions(
                 start += 5 if text[start] == "u" else 1  # the letters of an escape (\n, \u00e9) are not the token's
             if end - start < 16:
                 continue
-        run = text[start:end]
-        if depth == 0:
-            verdict = verdicts.get(run)
+        if depth == 0:  # text that is not ASCII: keyed as ``_run_positions`` keys (the escape already cut)
+            key = text[start - 1 : end] if start else " " + text[:end]
+            verdict = verdicts.get(key)
             if verdict is None:
-                if len(verdicts) >= _JUDGED_SIZE:
-                    verdicts.clear()  # bounded: runs are data
-                verdict = verdicts[run] = tuple(_run_findings(compiled, run, depth))
-            if verdict:
-                found.extend(start + offset for offset in verdict)
+                verdict = _verdict(compiled, key)
+            found.extend(start + offset for offset in verdict)
         else:
-            found.extend(start + offset for offset in _run_findings(compiled, run, depth))
+            found.extend(start + offset for offset in _run_findings(compiled, text[start:end], depth))
     return found
+
+
+def _run_positions(compiled: CompiledRules, text: str, data: bytes) -> list[int]:
+    """Where the runs of 16 or more token characters of ASCII JSON text hold a finding: one loop of ``bytes.find``
+    over the translated text, each run looked up with the character before it (``_verdict``), so the letters of an
+    escape (``\\n``, ``\\u00e9``) are cut off once per distinct run, not on every sight. (Where text holds an escaped
+    backslash, a backslash before a run may not start an escape; such text is walked whatever is found here.)"""
+    found: list[int] = []
+    mapped = data.translate(_TO_RUNS)
+    find = mapped.find
+    size = len(mapped)
+    get = _RUN_VERDICTS.get
+    at = find(_RUN_NEEDLE)
+    while at >= 0:
+        end = find(b" ", at + 16)
+        if end < 0:
+            end = size
+        key = text[at - 1 : end] if at else " " + text[:end]
+        verdict = get(key)
+        if verdict is None:
+            verdict = _verdict(compiled, key)
+        if verdict:
+            found.extend(at + offset for offset in verdict)
+        at = find(_RUN_NEEDLE, end)
+    return found
+
+
+def _verdict(compiled: CompiledRules, key: str) -> tuple[int, ...]:
+    """The findings (offsets from the run's start) of the run ``key[1:]`` whose text has ``key[0]`` before it."""
+    cut = (5 if key[1] == "u" else 1) if key[0] == "\\" else 0  # the letters of an escape are not the token's
+    run = key[1 + cut :]
+    verdict = () if len(run) < 16 else tuple(cut + offset for offset in _run_findings(compiled, run, 0))
+    if len(_RUN_VERDICTS) >= _JUDGED_SIZE:
+        _RUN_VERDICTS.clear()  # bounded: runs are data
+    _RUN_VERDICTS[key] = verdict
+    return verdict
 
 
 def _run_findings(compiled: CompiledRules, run: str, depth: int) -> list[int]:
