@@ -24,6 +24,7 @@ processors or personal data) is left to the caller's walk: ``redact_json`` retur
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Collection
 from typing import Any, Final
 
@@ -34,7 +35,7 @@ from ._context import TRIGGERS
 from ._decoded import base64_text
 from ._detector import DETECTOR
 from ._entropy import MIN_RUN, RUN, high_entropy_spans, is_identifier_key
-from ._linewise import scan_lines
+from ._linewise import UNCHANGED, WholeWords, scan_lines
 from ._precheck import keys_hit
 from ._redact_rules import CompiledRules
 from ._scan import scan_text
@@ -92,6 +93,8 @@ _JUDGED_SIZE: Final = 8192
 # A run's findings (offsets in it) at the top level, by the character before it and the run: they depend on those
 # alone, and ids, paths and hosts repeat.
 _RUN_VERDICTS: dict[str, tuple[int, ...]] = {}
+# Whether a string under a key (its JSON text, quotes and all) is judged by the high-entropy layer.
+_ENTROPY_UNDER: dict[str, bool] = {}
 
 
 def _key_like_run(run: str) -> bool:
@@ -311,18 +314,25 @@ def _string_at(text: str, pos: int, cursor: list[int]) -> tuple[int, int] | None
     return start, end
 
 
-def _key_before(text: str, start: int) -> str | None:
-    """The key of the object member whose value is the string opening at ``start``, if any."""
+def _entropy_under(text: str, start: int) -> bool:
+    """Whether the high-entropy layer judges the string opening at ``start``: not under a key naming an identifier."""
     if start < 2 or text[start - 1] != ":" or text[start - 2] != '"':
-        return None
+        return True
     key_start = text.rfind('"', 0, start - 2)
     while key_start > 0 and text[key_start - 1] == "\\":
         key_start = text.rfind('"', 0, key_start - 1)
-    try:
-        key = orjson.loads(text[key_start : start - 1])
-    except orjson.JSONDecodeError:
-        return None
-    return key if isinstance(key, str) else None
+    raw = text[key_start : start - 1]
+    found = _ENTROPY_UNDER.get(raw)
+    if found is None:
+        try:
+            key = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            key = None
+        found = not (isinstance(key, str) and is_identifier_key(key))
+        if len(_ENTROPY_UNDER) >= _JUDGED_SIZE:
+            _ENTROPY_UNDER.clear()  # bounded: keys are data
+        _ENTROPY_UNDER[raw] = found
+    return found
 
 
 def redact_json(compiled: CompiledRules, text: str, names: Collection[str] | None = None) -> str | None:
@@ -337,34 +347,34 @@ def redact_json(compiled: CompiledRules, text: str, names: Collection[str] | Non
         return text
     positions.sort()
     cursor = [0, 0]
-    seen: set[int] = set()
+    whole = WholeWords(text)
     parts: list[str] = []
     copied = 0
-    for pos in positions:
-        if pos < copied:
-            continue
-        span = _string_at(text, pos, cursor)
+    index, count = 0, len(positions)
+    while index < count:
+        span = _string_at(text, positions[index], cursor)
         if span is None:
+            index += 1
             continue
         start, end = span
-        if start in seen:
-            continue
-        seen.add(start)
+        upto = bisect_right(positions, end, index)
+        where, index = positions[index:upto], upto  # every finding in this string, decided together
         if text[end + 1 : end + 2] == ":":
             value = orjson.loads(text[start : end + 1])
             if scan_text(compiled, value, False) != value:
                 return None  # a secret in a key: the walk redacts the key and its value together
             continue
-        key = _key_before(text, start)
-        entropy = key is None or not is_identifier_key(key)
-        written = scan_lines(compiled, text, start, end, positions, detected, entropy)
+        entropy = _entropy_under(text, start)
+        written = None
+        if not (detected and any(pos in detected for pos in where)):
+            written = scan_lines(compiled, text, span, where, whole, entropy)
         if written is None:
             value = orjson.loads(text[start : end + 1])
             redacted = scan_text(compiled, value, False, entropy=entropy)
             if redacted == value:
                 continue
             written = orjson.dumps(redacted).decode("utf-8")
-        elif len(written) == end + 1 - start and written == text[start : end + 1]:
+        elif written is UNCHANGED or not written:
             continue
         parts.append(text[copied:start])
         parts.append(written)
