@@ -63,7 +63,9 @@ _PGPASS: Final = r":(?:[0-9]{1,5}|\*):[^:\s\"',\\]+:[^:\s\"',\\]+:|-u[ =]"
 # so an INI file's ``"[server]\n…`` is no hint.
 _STRUCTURE: Final = r'"(?:\[[ \\\[\]{0-9tfn-]|\{[ \\}]|data:|event:|id:|\$bytes"|delta"|choices"|content_block"|chunk")'
 _WORDS_RE: Final = "(?i:" + "|".join(map(re.escape, _WORDS)) + ")"
-_REST: Final = "|" + _PREFIXES + "|" + _ESCAPES + "|" + _PGPASS + "|" + _STRUCTURE
+# An escaped backslash: text that holds one is walked (a backslash before ``n`` may then not start an escape).
+_BACKSLASH: Final = r"\\\\"
+_REST: Final = "|" + _PREFIXES + "|" + _ESCAPES + "|" + _PGPASS + "|" + _STRUCTURE + "|" + _BACKSLASH
 _GATE: Any = re2.compile(_WORDS_RE + _REST)
 # The gate for ASCII text (the usual JSON), as bytes: RE2's binding converts every match's offsets for ``str``.
 _GATE_BYTES: Any = re2.compile(_GATE.pattern.encode("ascii"))
@@ -143,6 +145,8 @@ def dirty_positions(
     if structure is None:
         structure = []
     if len(text) < 5:
+        if "\\\\" in text:
+            structure.append(0)
         return found
     data = text.encode("ascii") if text.isascii() else None  # the usual JSON: its bytes are searched once
     for secret in DETECTOR.known_tokens(text, data) if len(text) >= 16 else ():
@@ -156,6 +160,8 @@ def dirty_positions(
         if text[at] == '"' and text[at : at + 2] in _STRUCTURE_START and _STRUCTURE_RE.match(text, at):
             if text[at + 1] not in "{[" or _json_inside(text, at):
                 structure.append(at)
+        elif text[at] == "\\":
+            structure.append(at)  # an escaped backslash (``_BACKSLASH``)
         else:
             found.append(at)
     if depth == 0 and data is not None:
@@ -284,7 +290,7 @@ def _escaped(text: str, at: int) -> bool:
 
 def needs_structure(compiled: CompiledRules, text: str, names: Collection[str] | None, structure: list[int]) -> bool:
     """Whether redacting ``text`` needs the value's structure (the walk), not only its strings."""
-    if structure or not compiled.defaults or ("\\" in text and "\\\\" in text):
+    if structure or not compiled.defaults:  # (an escaped backslash is in ``structure``: ``_BACKSLASH``)
         return True
     if "[" in text and '["' in text:  # (one-character searches first: they are memchr's)
         for match in _SHORT_LIST.finditer(text):
