@@ -27,9 +27,10 @@ import orjson
 from ._redact_rules import CompiledRules
 from ._scan import scan_text
 
-__all__ = ["UNCHANGED", "WholeWords", "scan_lines"]
+__all__ = ["UNCHANGED", "WholeWords", "clean_at", "scan_lines"]
 
 _MEMO_SIZE: Final = 4096
+_MEMO_LINE: Final = 1024
 _WHOLE_WORDS: Final = ("-----begin", "machine", "login")
 UNCHANGED: Final = ""
 """What ``scan_lines`` gives for a string whose lines are clean (a JSON string is never empty text)."""
@@ -107,8 +108,35 @@ def scan_lines(
     return "".join(parts)
 
 
+def clean_at(compiled: CompiledRules, text: str, at: int) -> bool:
+    """Whether a gate hit at ``at`` (inside a JSON string of ASCII text with no escaped backslash, in a document
+    the detector found nothing in) is settled: its line is clean under every rule, the high-entropy layer
+    included (so under an identifier's key too), and its string holds nothing that reads past a line. Then the
+    hit needs neither its string's bounds from the quote count nor its key: one look at its line."""
+    find, rfind = text.find, text.rfind
+    start = rfind('"', 0, at)
+    while start > 0 and text[start - 1] == "\\":
+        start = rfind('"', 0, start - 1)
+    end = find('"', at)
+    while end > 0 and text[end - 1] == "\\":
+        end = find('"', end + 1)
+    if start < 0 or end < 0:
+        return False
+    line_start = rfind("\\n", start + 1, at + 1)
+    line_start = start + 1 if line_start < 0 else line_start + 2
+    line_end = find("\\n", max(at, line_start), end)
+    try:
+        if _decide(compiled, text[line_start : end if line_end < 0 else line_end], True) is not None:
+            return False
+    except orjson.JSONDecodeError:
+        return False  # not a line of a string after all (text with an escaped backslash, which is walked)
+    lowered = text[start:end].lower()
+    return not any(word in lowered for word in _WHOLE_WORDS)
+
+
 def _decide(compiled: CompiledRules, segment: str, entropy: bool) -> str | None:
-    """A line's JSON-escaped text redacted (escaped again), or None when it is clean."""
+    """A line's JSON-escaped text redacted (escaped again), or None when it is clean (remembered up to a length:
+    a long line is a whole page, or base64)."""
     key = (segment, entropy)
     memo = compiled.line_cache
     found = memo.get(key)
@@ -116,7 +144,8 @@ def _decide(compiled: CompiledRules, segment: str, entropy: bool) -> str | None:
         line = orjson.loads(f'"{segment}"')
         redacted = scan_text(compiled, line, False, entropy=entropy)
         found = "" if redacted == line else orjson.dumps(redacted).decode("utf-8")[1:-1]
-        if len(memo) >= _MEMO_SIZE:
-            memo.clear()  # bounded: lines are data
-        memo[key] = found
+        if len(segment) <= _MEMO_LINE:
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()  # bounded: lines are data
+            memo[key] = found
     return found or None

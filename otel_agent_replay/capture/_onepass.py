@@ -35,7 +35,7 @@ from ._context import TRIGGERS
 from ._decoded import base64_text
 from ._detector import DETECTOR
 from ._entropy import MIN_RUN, RUN, high_entropy_spans, is_identifier_key
-from ._linewise import UNCHANGED, WholeWords, scan_lines
+from ._linewise import UNCHANGED, WholeWords, clean_at, scan_lines
 from ._precheck import keys_hit
 from ._redact_rules import CompiledRules
 from ._scan import scan_text
@@ -156,7 +156,10 @@ def dirty_positions(
             if detected is not None:
                 detected.add(at)
             at = text.find(secret, at + len(secret))
+    settle = depth == 0 and data is not None and not found  # ``clean_at`` may settle a hit where it is
     for at in _gate_starts(text, data):
+        if settle and text[at].isalpha() and clean_at(compiled, text, at):
+            continue  # (a hit at a letter is inside a string: outside, JSON has only true, false, null, exponents)
         if text[at] == '"' and text[at : at + 2] in _STRUCTURE_START and _STRUCTURE_RE.match(text, at):
             if text[at + 1] not in "{[" or _json_inside(text, at):
                 structure.append(at)
