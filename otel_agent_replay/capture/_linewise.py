@@ -2,19 +2,22 @@
 
 A configuration file, a log or a page returned as one string holds many lines, and the one pass
 (``_onepass``) has already found every position where a rule may match. Every rule that can fire
-inside such a string is local to a line (the field rules, the credential context, the value patterns
-other than a private key block, the high-entropy runs, the escapes and base64 of text), so only the
-lines holding a position need the rule set; the rest of the string is left byte for byte. A line's
-decision depends on its text and on whether the string is under an identifier's key, so it is
-remembered: configuration repeats lines (``DATABASE_PASSWORD: ${DATABASE_PASSWORD}``) across files.
-A string of one line is that line, decided (and remembered) the same way.
+inside such a string reads its line and one character around it (the field rules, the credential
+context, the value patterns other than a private key block, the high-entropy runs, base64 of text), so
+only the lines holding a position need the rule set, each decided with the line breaks around it
+(``_in_context``: ``key=v`` at a string's start is a URL parameter, after a line break it is not); the
+rest of the string is left byte for byte. A line's decision depends on that text and on whether the
+string is under an identifier's key, so it is remembered: configuration repeats lines
+(``DATABASE_PASSWORD: ${DATABASE_PASSWORD}``) across files. A string of one line is that line.
 
 The lines are found in the document's text itself (between ``\\n`` escapes or the string's quotes), so a
-finding costs two bounded searches and a look-up, not a copy of its string. The string is decided whole
-(``None`` from ``scan_lines``) where a rule reads past a line: a private key block (``-----BEGIN``), a
-``.netrc`` (``machine``/``login`` change how ``password x`` is read): ``WholeWords`` finds those words once
-in the document; a detector finding (the maintained rules may match with context from other lines); a
-backslash escape (the lines are cut at ``\\n`` escapes, so text with an escaped backslash is not cut here).
+finding costs two bounded searches and a look-up, not a copy of its string (``clean_at`` settles a gate
+hit so, before the string's bounds are even counted). The string is decided whole (``None`` from
+``scan_lines``) where a rule reads past a line: a private key block (``-----BEGIN``), a ``.netrc``
+(``machine``/``login`` change how ``password x`` is read; ``WholeWords`` finds those words once a
+document), a ``%`` or ``&`` (the decoded forms are read of the whole string, and name what they find
+there), a detector finding (the maintained rules may match with context from other lines), an escaped
+backslash (the lines are cut at ``\\n`` escapes).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ __all__ = ["UNCHANGED", "WholeWords", "clean_at", "scan_lines"]
 _MEMO_SIZE: Final = 4096
 _MEMO_LINE: Final = 1024
 _WHOLE_WORDS: Final = ("-----begin", "machine", "login")
+_WHOLE: Final = "\x00whole"
 UNCHANGED: Final = ""
 """What ``scan_lines`` gives for a string whose lines are clean (a JSON string is never empty text)."""
 
@@ -79,7 +83,7 @@ def scan_lines(
     (sorted), none of them the detector's."""
     start, end = span
     find, rfind = text.find, text.rfind
-    if find("\\\\", start, end) >= 0 or whole.within(start, end):
+    if find("\\\\", start, end) >= 0 or _decoded_whole(text, start, end) or whole.within(start, end):
         return None
     lines: dict[int, int] = {}  # line start -> line end, in ``text``
     for pos in where:
@@ -95,8 +99,10 @@ def scan_lines(
     parts: list[str] | None = None
     copied = start
     for line_start, line_end in sorted(lines.items()) if len(lines) > 1 else lines.items():
-        decided = _decide(compiled, text[line_start:line_end], entropy)
-        if decided is not None:
+        decided = _decide(compiled, _in_context(text, line_start, line_end, start, end), entropy)
+        if decided is None:
+            return None
+        if decided:
             if parts is None:
                 parts = []
             parts.append(text[copied:line_start])
@@ -126,17 +132,33 @@ def clean_at(compiled: CompiledRules, text: str, at: int) -> bool:
     line_start = start + 1 if line_start < 0 else line_start + 2
     line_end = find("\\n", max(at, line_start), end)
     try:
-        if _decide(compiled, text[line_start : end if line_end < 0 else line_end], True) is not None:
+        if _decide(compiled, _in_context(text, line_start, end if line_end < 0 else line_end, start, end), True) != "":
             return False
     except orjson.JSONDecodeError:
         return False  # not a line of a string after all (text with an escaped backslash, which is walked)
+    if _decoded_whole(text, start, end):
+        return False
     lowered = text[start:end].lower()
     return not any(word in lowered for word in _WHOLE_WORDS)
 
 
+def _decoded_whole(text: str, start: int, end: int) -> bool:
+    """Whether the string may have a URL-encoded or HTML-escaped form: the decoded-forms layer reads that form of
+    the whole string, and what it finds there on any line is named as it names it (``encoded_secret``)."""
+    return text.find("%", start, end) >= 0 or text.find("&", start, end) >= 0
+
+
+def _in_context(text: str, line_start: int, line_end: int, start: int, end: int) -> str:
+    """A line of the string ``text[start:end + 1]`` with the line break before and after it, where it has them: a
+    rule that looks one character past a name reads there what it reads in the whole string (the string's start is
+    not a line's: ``key=v`` at a string's start is a URL parameter, after a line break it is not)."""
+    return text[line_start - (2 if line_start > start + 1 else 0) : line_end + (2 if line_end < end else 0)]
+
+
 def _decide(compiled: CompiledRules, segment: str, entropy: bool) -> str | None:
-    """A line's JSON-escaped text redacted (escaped again), or None when it is clean (remembered up to a length:
-    a long line is a whole page, or base64)."""
+    """A line (``_in_context``: its JSON-escaped text, line breaks around it kept) redacted and escaped again,
+    without those line breaks; ``""`` when it is clean; None when a rule changed a line break (then the string is
+    decided whole). Remembered up to a length: a long line is a whole page, or base64."""
     key = (segment, entropy)
     memo = compiled.line_cache
     found = memo.get(key)
@@ -144,8 +166,14 @@ def _decide(compiled: CompiledRules, segment: str, entropy: bool) -> str | None:
         line = orjson.loads(f'"{segment}"')
         redacted = scan_text(compiled, line, False, entropy=entropy)
         found = "" if redacted == line else orjson.dumps(redacted).decode("utf-8")[1:-1]
+        if found:  # (a line holds no line break: a segment starts or ends with one only where it was put around)
+            head, tail = segment.startswith("\\n"), segment.endswith("\\n")
+            if (head and not found.startswith("\\n")) or (tail and not found.endswith("\\n")):
+                found = _WHOLE
+            else:
+                found = found[2 if head else 0 : len(found) - (2 if tail else 0)] or _WHOLE
         if len(segment) <= _MEMO_LINE:
             if len(memo) >= _MEMO_SIZE:
                 memo.clear()  # bounded: lines are data
             memo[key] = found
-    return found or None
+    return None if found is _WHOLE else found
