@@ -114,11 +114,12 @@ def scan_lines(
     return "".join(parts)
 
 
-def clean_at(compiled: CompiledRules, text: str, at: int) -> bool:
+def clean_at(compiled: CompiledRules, text: str, at: int, plain: bool) -> bool:
     """Whether a gate hit at ``at`` (inside a JSON string of ASCII text with no escaped backslash, in a document
     the detector found nothing in) is settled: its line is clean under every rule, the high-entropy layer
     included (so under an identifier's key too), and its string holds nothing that reads past a line. Then the
-    hit needs neither its string's bounds from the quote count nor its key: one look at its line."""
+    hit needs neither its string's bounds from the quote count nor its key: one look at its line. ``plain``:
+    the document has no ``%`` and no ``&`` (``_decoded_whole`` is then False for every string)."""
     find, rfind = text.find, text.rfind
     start = rfind('"', 0, at)
     while start > 0 and text[start - 1] == "\\":
@@ -136,7 +137,7 @@ def clean_at(compiled: CompiledRules, text: str, at: int) -> bool:
             return False
     except orjson.JSONDecodeError:
         return False  # not a line of a string after all (text with an escaped backslash, which is walked)
-    if _decoded_whole(text, start, end):
+    if not plain and _decoded_whole(text, start, end):
         return False
     lowered = text[start:end].lower()
     return not any(word in lowered for word in _WHOLE_WORDS)

@@ -157,9 +157,13 @@ def dirty_positions(
                 detected.add(at)
             at = text.find(secret, at + len(secret))
     settle = depth == 0 and data is not None and not found  # ``clean_at`` may settle a hit where it is
+    plain: bool | None = None
     for at in _gate_starts(text, data):
-        if settle and text[at].isalpha() and clean_at(compiled, text, at):
-            continue  # (a hit at a letter is inside a string: outside, JSON has only true, false, null, exponents)
+        if settle and text[at].isalpha():  # (a letter is inside a string: outside, JSON has true, false, null, 1e5)
+            if plain is None:
+                plain = "%" not in text and "&" not in text
+            if clean_at(compiled, text, at, plain):
+                continue
         if text[at] == '"' and text[at : at + 2] in _STRUCTURE_START and _STRUCTURE_RE.match(text, at):
             if text[at + 1] not in "{[" or _json_inside(text, at):
                 structure.append(at)
