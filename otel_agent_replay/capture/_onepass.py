@@ -34,7 +34,8 @@ import re2  # type: ignore[import-untyped]
 from ._context import TRIGGERS
 from ._decoded import base64_text
 from ._detector import DETECTOR
-from ._entropy import MIN_RUN, RUN, high_entropy_spans, is_identifier_key
+from ._entropy import MIN_RUN, RUN, high_entropy_spans
+from ._jsontext import entropy_under, escaped, json_inside, string_at
 from ._linewise import UNCHANGED, WholeWords, clean_at, scan_lines
 from ._precheck import keys_hit
 from ._redact_rules import CompiledRules
@@ -46,6 +47,14 @@ __all__ = ["dirty_positions", "redact_json"]
 _TOKEN_CHARS: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-.~"
 _TO_RUNS: Final = bytes(ord("a") if chr(n).encode() in _TOKEN_CHARS and n < 128 else ord(" ") for n in range(256))
 _RUN_NEEDLE: Final = b"a" * 16  # base64 of printable text is read from 16 characters, a key from MIN_RUN
+# For a small document: token characters to "a" but hex digits and "-" to "h", so a UUID's run can be blanked in C
+_HEX_RUNS: Final = bytes(
+    (ord("h") if chr(n) in "0123456789abcdefABCDEF-" else ord("a")) if ord(" ") != _TO_RUNS[n] else ord(" ")
+    for n in range(256)
+)
+_H_TO_A: Final = bytes.maketrans(b"h", b"a")
+_UUID_RUN: Final = b" " + b"h" * 36 + b" "
+_SMALL: Final = 16384
 _WORDS: Final = tuple(dict.fromkeys((*TRIGGERS, *FIELD_TRIGGERS, "bearer", "basic")))
 # The value patterns' prefixes (``_value_patterns.RULES``) as plain alternatives: a superset of where one
 # can match, without the look-behinds RE2 has not.
@@ -95,8 +104,6 @@ _JUDGED_SIZE: Final = 8192
 # A run's findings (offsets in it) at the top level, by the character before it and the run: they depend on those
 # alone, and ids, paths and hosts repeat.
 _RUN_VERDICTS: dict[str, tuple[int, ...]] = {}
-# Whether a string under a key (its JSON text, quotes and all) is judged by the high-entropy layer.
-_ENTROPY_UNDER: dict[str, bool] = {}
 
 
 def _key_like_run(run: str) -> bool:
@@ -165,7 +172,7 @@ def dirty_positions(
             if clean_at(compiled, text, at, plain):
                 continue
         if text[at] == '"' and text[at : at + 2] in _STRUCTURE_START and _STRUCTURE_RE.match(text, at):
-            if text[at + 1] not in "{[" or _json_inside(text, at):
+            if text[at + 1] not in "{[" or json_inside(text, at):
                 structure.append(at)
         elif text[at] == "\\":
             structure.append(at)  # an escaped backslash (``_BACKSLASH``)
@@ -178,7 +185,7 @@ def dirty_positions(
     verdicts = _RUN_VERDICTS
     for start, end in _runs(text, data):
         if escapes:
-            while start < end and text[start - 1 : start] == "\\" and _escaped(text, start - 1):
+            while start < end and text[start - 1 : start] == "\\" and escaped(text, start - 1):
                 start += 5 if text[start] == "u" else 1  # the letters of an escape (\n, \u00e9) are not the token's
             if end - start < 16:
                 continue
@@ -199,7 +206,13 @@ def _run_positions(compiled: CompiledRules, text: str, data: bytes) -> list[int]
     escape (``\\n``, ``\\u00e9``) are cut off once per distinct run, not on every sight. (Where text holds an escaped
     backslash, a backslash before a run may not start an escape; such text is walked whatever is found here.)"""
     found: list[int] = []
-    mapped = data.translate(_TO_RUNS)
+    if len(data) <= _SMALL and b"-" in data:
+        # A small document's fixed cost is its runs, one look-up each: its UUIDs (no key and no base64 of text by
+        # the rules, whatever their neighbours) are blanked before the loop instead, in C; one that shares its
+        # neighbour's edge stays and is looked up.
+        mapped = data.translate(_HEX_RUNS).replace(_UUID_RUN, b" " * len(_UUID_RUN)).translate(_H_TO_A)
+    else:
+        mapped = data.translate(_TO_RUNS)
     find = mapped.find
     size = len(mapped)
     get = _RUN_VERDICTS.get
@@ -247,22 +260,6 @@ def _run_findings(compiled: CompiledRules, run: str, depth: int) -> list[int]:
     return out
 
 
-def _json_inside(text: str, at: int) -> bool:
-    """Whether the JSON string opening at ``at`` holds JSON itself (a tool that returns ``json.dumps(...)``)."""
-    end = text.find('"', at + 1)
-    while end > 0 and text[end - 1] == "\\" and _escaped(text, end - 1):
-        end = text.find('"', end + 1)
-    last = text[end - 1 : end]
-    if last not in "]} " and text[end - 2 : end - 1] != "\\" and text[end - 6 : end - 4] != "\\u":
-        return False  # JSON ends with ``]``, ``}`` or white space (`` ``, ``\\n`` …), not INI's ``[server]\\n…``
-    try:
-        inner = orjson.loads(text[at : end + 1])
-        orjson.loads(inner)
-    except (orjson.JSONDecodeError, TypeError):
-        return False
-    return True
-
-
 def _gate_starts(text: str, data: bytes | None = None) -> list[int]:
     """Where the gate matches in ``text``. On ASCII text (the usual JSON) its bytes (``data``) are searched,
     whose offsets are the characters'."""
@@ -287,14 +284,6 @@ def _gate_starts(text: str, data: bytes | None = None) -> list[int]:
     return [match.start() for match in _GATE.finditer(text)]
 
 
-def _escaped(text: str, at: int) -> bool:
-    """Whether the backslash at ``at`` starts an escape (an odd run of backslashes ends there)."""
-    n = 0
-    while at - n >= 0 and text[at - n] == "\\":
-        n += 1
-    return n % 2 == 1
-
-
 def needs_structure(compiled: CompiledRules, text: str, names: Collection[str] | None, structure: list[int]) -> bool:
     """Whether redacting ``text`` needs the value's structure (the walk), not only its strings."""
     if structure or not compiled.defaults:  # (an escaped backslash is in ``structure``: ``_BACKSLASH``)
@@ -305,47 +294,6 @@ def needs_structure(compiled: CompiledRules, text: str, names: Collection[str] |
                 return True  # a list of short text pieces: a stream's deltas, read whole by the walk
     # JSON inside a string would be in ``structure``: the names of the data are all its keys
     return keys_hit(compiled, text, names, trust_names=True)
-
-
-def _string_at(text: str, pos: int, cursor: list[int]) -> tuple[int, int] | None:
-    """The (opening quote, closing quote) of the JSON string holding ``pos``, or None if ``pos`` is outside.
-
-    ``cursor`` carries [position, quotes before it] from the previous call (positions come sorted)."""
-    last, quotes = cursor
-    quotes += text.count('"', last, pos) - text.count('\\"', max(0, last - 1), pos)
-    cursor[0], cursor[1] = pos, quotes
-    if quotes % 2 == 0 and text[pos] != '"':
-        return None
-    start = pos if text[pos] == '"' and quotes % 2 == 0 else text.rfind('"', 0, pos)
-    while start > 0 and text[start - 1] == "\\":
-        start = text.rfind('"', 0, start - 1)
-    end = text.find('"', start + 1)
-    while end > 0 and text[end - 1] == "\\":
-        end = text.find('"', end + 1)
-    if start < 0 or end < 0:
-        return None
-    return start, end
-
-
-def _entropy_under(text: str, start: int) -> bool:
-    """Whether the high-entropy layer judges the string opening at ``start``: not under a key naming an identifier."""
-    if start < 2 or text[start - 1] != ":" or text[start - 2] != '"':
-        return True
-    key_start = text.rfind('"', 0, start - 2)
-    while key_start > 0 and text[key_start - 1] == "\\":
-        key_start = text.rfind('"', 0, key_start - 1)
-    raw = text[key_start : start - 1]
-    found = _ENTROPY_UNDER.get(raw)
-    if found is None:
-        try:
-            key = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            key = None
-        found = not (isinstance(key, str) and is_identifier_key(key))
-        if len(_ENTROPY_UNDER) >= _JUDGED_SIZE:
-            _ENTROPY_UNDER.clear()  # bounded: keys are data
-        _ENTROPY_UNDER[raw] = found
-    return found
 
 
 def redact_json(compiled: CompiledRules, text: str, names: Collection[str] | None = None) -> str | None:
@@ -365,7 +313,7 @@ def redact_json(compiled: CompiledRules, text: str, names: Collection[str] | Non
     copied = 0
     index, count = 0, len(positions)
     while index < count:
-        span = _string_at(text, positions[index], cursor)
+        span = string_at(text, positions[index], cursor)
         if span is None:
             index += 1
             continue
@@ -377,7 +325,7 @@ def redact_json(compiled: CompiledRules, text: str, names: Collection[str] | Non
             if scan_text(compiled, value, False) != value:
                 return None  # a secret in a key: the walk redacts the key and its value together
             continue
-        entropy = _entropy_under(text, start)
+        entropy = entropy_under(text, start)
         written = None
         if not (detected and any(pos in detected for pos in where)):
             written = scan_lines(compiled, text, span, where, whole, entropy)

@@ -18,6 +18,7 @@ from otel_agent_replay.capture import DEFAULT_REDACTOR
 from otel_agent_replay.capture import _onepass as onepass
 from otel_agent_replay.capture._describe import plain_json_names
 from otel_agent_replay.capture._detector import DETECTOR
+from otel_agent_replay.capture._jsontext import escaped, json_inside
 from otel_agent_replay.capture._onepass import redact_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
@@ -85,7 +86,7 @@ def test_a_value_that_needs_its_structure_is_left_to_the_walk() -> None:
 def _older_json_inside(text: str, at: int) -> bool:
     """``_json_inside`` before its prefilter on the string's last character (the reference it must agree with)."""
     end = text.find('"', at + 1)
-    while end > 0 and text[end - 1] == "\\" and onepass._escaped(text, end - 1):
+    while end > 0 and text[end - 1] == "\\" and escaped(text, end - 1):
         end = text.find('"', end + 1)
     try:
         orjson.loads(orjson.loads(text[at : end + 1]))
@@ -118,7 +119,7 @@ def test_the_json_inside_a_string_prefilter_decides_as_the_parse() -> None:
         at = text.index('"s":') + 4
         if text[at + 1] not in "{[":
             continue
-        assert onepass._json_inside(text, at) == _older_json_inside(text, at), repr(cut + tail)
+        assert json_inside(text, at) == _older_json_inside(text, at), repr(cut + tail)
 
 
 def test_the_detector_finds_in_the_text_what_it_found_with_its_own_base64_decoding() -> None:
