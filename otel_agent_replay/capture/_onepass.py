@@ -24,6 +24,7 @@ processors or personal data) is left to the caller's walk: ``redact_json`` retur
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Collection
 from typing import Any, Final
 
@@ -33,8 +34,9 @@ import re2  # type: ignore[import-untyped]
 from ._context import TRIGGERS
 from ._decoded import base64_text
 from ._detector import DETECTOR
-from ._entropy import MIN_RUN, RUN, high_entropy_spans, is_identifier_key
-from ._linewise import scan_lines
+from ._entropy import MIN_RUN, RUN, high_entropy_spans
+from ._jsontext import entropy_under, escaped, json_inside, string_at
+from ._linewise import UNCHANGED, WholeWords, clean_at, scan_lines
 from ._precheck import keys_hit
 from ._redact_rules import CompiledRules
 from ._scan import scan_text
@@ -45,6 +47,14 @@ __all__ = ["dirty_positions", "redact_json"]
 _TOKEN_CHARS: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-.~"
 _TO_RUNS: Final = bytes(ord("a") if chr(n).encode() in _TOKEN_CHARS and n < 128 else ord(" ") for n in range(256))
 _RUN_NEEDLE: Final = b"a" * 16  # base64 of printable text is read from 16 characters, a key from MIN_RUN
+# For a small document: token characters to "a" but hex digits and "-" to "h", so a UUID's run can be blanked in C
+_HEX_RUNS: Final = bytes(
+    (ord("h") if chr(n) in "0123456789abcdefABCDEF-" else ord("a")) if ord(" ") != _TO_RUNS[n] else ord(" ")
+    for n in range(256)
+)
+_H_TO_A: Final = bytes.maketrans(b"h", b"a")
+_UUID_RUN: Final = b" " + b"h" * 36 + b" "
+_SMALL: Final = 16384
 _WORDS: Final = tuple(dict.fromkeys((*TRIGGERS, *FIELD_TRIGGERS, "bearer", "basic")))
 # The value patterns' prefixes (``_value_patterns.RULES``) as plain alternatives: a superset of where one
 # can match, without the look-behinds RE2 has not.
@@ -56,27 +66,33 @@ _PREFIXES: Final = (
 # An escape that can join token characters into a token, or hide one: %2F between letters, &#43; ...
 _ESCAPES: Final = r"[A-Za-z0-9]%[0-9A-Fa-f]{2}|%[0-9A-Fa-f]{2}[A-Za-z0-9]|&#[xX]?[0-9A-Fa-f]{1,7};"
 _PGPASS: Final = r":(?:[0-9]{1,5}|\*):[^:\s\"',\\]+:[^:\s\"',\\]+:|-u[ =]"
-# Strings whose structure the walk must see: JSON or an event stream's event inside a string, bytes, chunks.
-_STRUCTURE: Final = r'"(?:[{\[]|data:|event:|id:|\$bytes"|delta"|choices"|content_block"|chunk")'
-_GATE: Any = re2.compile(
-    "(?i:" + "|".join(map(re.escape, _WORDS)) + ")|" + _PREFIXES + "|" + _ESCAPES + "|" + _PGPASS + "|" + _STRUCTURE
-)
+# Strings whose structure the walk must see: JSON or an event stream's event inside a string, bytes, chunks. JSON in
+# a string starts ``[`` or ``{`` then what JSON allows next, as it reads escaped: white space (`` ``, ``\n`` …), a
+# quote (``\"``), a value (``[``, ``{``, a digit, ``-``, ``true``/``false``/``null``) or the end (``]``, ``}``);
+# so an INI file's ``"[server]\n…`` is no hint.
+_STRUCTURE: Final = r'"(?:\[[ \\\[\]{0-9tfn-]|\{[ \\}]|data:|event:|id:|\$bytes"|delta"|choices"|content_block"|chunk")'
+_WORDS_RE: Final = "(?i:" + "|".join(map(re.escape, _WORDS)) + ")"
+# An escaped backslash: text that holds one is walked (a backslash before ``n`` may then not start an escape).
+_BACKSLASH: Final = r"\\\\"
+_REST: Final = "|" + _PREFIXES + "|" + _ESCAPES + "|" + _PGPASS + "|" + _STRUCTURE + "|" + _BACKSLASH
+_GATE: Any = re2.compile(_WORDS_RE + _REST)
 # The gate for ASCII text (the usual JSON), as bytes: RE2's binding converts every match's offsets for ``str``.
 _GATE_BYTES: Any = re2.compile(_GATE.pattern.encode("ascii"))
-# The compiled RE2 object's own search (the binding keeps it as ``_regexp``), when this version of the binding has it.
-_GATE_MATCH: Any = getattr(getattr(_GATE_BYTES, "_regexp", None), "Match", None)
-_UNANCHORED: Any = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
-if _UNANCHORED is None:
-    _GATE_MATCH = None
-# A credential word is inert when the name holding it runs into one of ``_INERT_AFTER`` (``${DB_PASSWORD}``,
+# A credential word is inert when the name holding it runs into one of ``+``, ``/``, ``}`` (``${DB_PASSWORD}``,
 # base64 that spells ``KEY``), or on for a whole window of name characters: every rule a word gates (credential
 # context, field rules, ``bearer``/``basic``, URL parameters) needs a quote, white space, a backslash (an escape),
 # ``:``, ``=`` or ``>`` (XML) right after a name, and a name is at most 64 characters (``_context._MAX_NAME``).
+# The direct search below asks it of RE2 itself: a word matches only with the rest of its name and the character
+# after it (or the text's end), so an inert word costs no call; the search goes on from that last character.
 _NAME_WINDOW: Final = 64
-_NAME_BYTES: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
-_INERT_AFTER: Final = frozenset((b"+", b"/", b"}"))
-_WORD_BYTES: Final = frozenset(word.encode("ascii") for word in _WORDS)
-_LONGEST_WORD: Final = max(map(len, _WORDS))
+_NAME_CLASS: Final = "A-Za-z0-9_.\\-"
+_ACTIVE_WORD: Final = f"{_WORDS_RE}[{_NAME_CLASS}]{{0,{_NAME_WINDOW - 1}}}(?:[^{_NAME_CLASS}+/}}]|$)"
+_GATE_ACTIVE: Any = re2.compile((_ACTIVE_WORD + _REST).encode("ascii"))
+# The compiled RE2 object's own search (the binding keeps it as ``_regexp``), when this version of the binding has it.
+_GATE_MATCH: Any = getattr(getattr(_GATE_ACTIVE, "_regexp", None), "Match", None)
+_UNANCHORED: Any = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
+if _UNANCHORED is None:
+    _GATE_MATCH = None
 _STRUCTURE_START: Final = frozenset(('"{', '"[', '"d', '"e', '"i', '"$', '"c'))
 _SHORT_LIST = re.compile(r'\["[^"\\]{0,32}"(?:,"[^"\\]{0,32}")+\]')
 _BASE64_TEXT = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
@@ -85,7 +101,8 @@ _HEXISH = re.compile(r"[0-9a-fA-F\-]+")
 _MAX_DEPTH: Final = 2
 _JUDGED: dict[str, bool] = {}
 _JUDGED_SIZE: Final = 8192
-# A run's findings (offsets in it) at the top level: they depend on the run alone, and ids, paths and hosts repeat.
+# A run's findings (offsets in it) at the top level, by the character before it and the run: they depend on those
+# alone, and ids, paths and hosts repeat.
 _RUN_VERDICTS: dict[str, tuple[int, ...]] = {}
 
 
@@ -135,6 +152,8 @@ def dirty_positions(
     if structure is None:
         structure = []
     if len(text) < 5:
+        if "\\\\" in text:
+            structure.append(0)
         return found
     data = text.encode("ascii") if text.isascii() else None  # the usual JSON: its bytes are searched once
     for secret in DETECTOR.known_tokens(text, data) if len(text) >= 16 else ():
@@ -144,32 +163,83 @@ def dirty_positions(
             if detected is not None:
                 detected.add(at)
             at = text.find(secret, at + len(secret))
+    settle = depth == 0 and data is not None and not found  # ``clean_at`` may settle a hit where it is
+    plain: bool | None = None
     for at in _gate_starts(text, data):
+        if settle and text[at].isalpha():  # (a letter is inside a string: outside, JSON has true, false, null, 1e5)
+            if plain is None:
+                plain = "%" not in text and "&" not in text
+            if clean_at(compiled, text, at, plain):
+                continue
         if text[at] == '"' and text[at : at + 2] in _STRUCTURE_START and _STRUCTURE_RE.match(text, at):
-            if text[at + 1] not in "{[" or _json_inside(text, at):
+            if text[at + 1] not in "{[" or json_inside(text, at):
                 structure.append(at)
+        elif text[at] == "\\":
+            structure.append(at)  # an escaped backslash (``_BACKSLASH``)
         else:
             found.append(at)
+    if depth == 0 and data is not None:
+        found.extend(_run_positions(compiled, text, data))
+        return found
     escapes = "\\" in text
     verdicts = _RUN_VERDICTS
     for start, end in _runs(text, data):
         if escapes:
-            while start < end and text[start - 1 : start] == "\\" and _escaped(text, start - 1):
+            while start < end and text[start - 1 : start] == "\\" and escaped(text, start - 1):
                 start += 5 if text[start] == "u" else 1  # the letters of an escape (\n, \u00e9) are not the token's
             if end - start < 16:
                 continue
-        run = text[start:end]
-        if depth == 0:
-            verdict = verdicts.get(run)
+        if depth == 0:  # text that is not ASCII: keyed as ``_run_positions`` keys (the escape already cut)
+            key = text[start - 1 : end] if start else " " + text[:end]
+            verdict = verdicts.get(key)
             if verdict is None:
-                if len(verdicts) >= _JUDGED_SIZE:
-                    verdicts.clear()  # bounded: runs are data
-                verdict = verdicts[run] = tuple(_run_findings(compiled, run, depth))
-            if verdict:
-                found.extend(start + offset for offset in verdict)
+                verdict = _verdict(compiled, key)
+            found.extend(start + offset for offset in verdict)
         else:
-            found.extend(start + offset for offset in _run_findings(compiled, run, depth))
+            found.extend(start + offset for offset in _run_findings(compiled, text[start:end], depth))
     return found
+
+
+def _run_positions(compiled: CompiledRules, text: str, data: bytes) -> list[int]:
+    """Where the runs of 16 or more token characters of ASCII JSON text hold a finding: one loop of ``bytes.find``
+    over the translated text, each run looked up with the character before it (``_verdict``), so the letters of an
+    escape (``\\n``, ``\\u00e9``) are cut off once per distinct run, not on every sight. (Where text holds an escaped
+    backslash, a backslash before a run may not start an escape; such text is walked whatever is found here.)"""
+    found: list[int] = []
+    if len(data) <= _SMALL and b"-" in data:
+        # A small document's fixed cost is its runs, one look-up each: its UUIDs (no key and no base64 of text by
+        # the rules, whatever their neighbours) are blanked before the loop instead, in C; one that shares its
+        # neighbour's edge stays and is looked up.
+        mapped = data.translate(_HEX_RUNS).replace(_UUID_RUN, b" " * len(_UUID_RUN)).translate(_H_TO_A)
+    else:
+        mapped = data.translate(_TO_RUNS)
+    find = mapped.find
+    size = len(mapped)
+    get = _RUN_VERDICTS.get
+    at = find(_RUN_NEEDLE)
+    while at >= 0:
+        end = find(b" ", at + 16)
+        if end < 0:
+            end = size
+        key = text[at - 1 : end] if at else " " + text[:end]
+        verdict = get(key)
+        if verdict is None:
+            verdict = _verdict(compiled, key)
+        if verdict:
+            found.extend(at + offset for offset in verdict)
+        at = find(_RUN_NEEDLE, end)
+    return found
+
+
+def _verdict(compiled: CompiledRules, key: str) -> tuple[int, ...]:
+    """The findings (offsets from the run's start) of the run ``key[1:]`` whose text has ``key[0]`` before it."""
+    cut = (5 if key[1] == "u" else 1) if key[0] == "\\" else 0  # the letters of an escape are not the token's
+    run = key[1 + cut :]
+    verdict = () if len(run) < 16 else tuple(cut + offset for offset in _run_findings(compiled, run, 0))
+    if len(_RUN_VERDICTS) >= _JUDGED_SIZE:
+        _RUN_VERDICTS.clear()  # bounded: runs are data
+    _RUN_VERDICTS[key] = verdict
+    return verdict
 
 
 def _run_findings(compiled: CompiledRules, run: str, depth: int) -> list[int]:
@@ -190,22 +260,6 @@ def _run_findings(compiled: CompiledRules, run: str, depth: int) -> list[int]:
     return out
 
 
-def _json_inside(text: str, at: int) -> bool:
-    """Whether the JSON string opening at ``at`` holds JSON itself (a tool that returns ``json.dumps(...)``)."""
-    end = text.find('"', at + 1)
-    while end > 0 and text[end - 1] == "\\" and _escaped(text, end - 1):
-        end = text.find('"', end + 1)
-    last = text[end - 1 : end]
-    if last not in "]} " and text[end - 2 : end - 1] != "\\" and text[end - 6 : end - 4] != "\\u":
-        return False  # JSON ends with ``]``, ``}`` or white space (`` ``, ``\\n`` …), not INI's ``[server]\\n…``
-    try:
-        inner = orjson.loads(text[at : end + 1])
-        orjson.loads(inner)
-    except (orjson.JSONDecodeError, TypeError):
-        return False
-    return True
-
-
 def _gate_starts(text: str, data: bytes | None = None) -> list[int]:
     """Where the gate matches in ``text``. On ASCII text (the usual JSON) its bytes (``data``) are searched,
     whose offsets are the characters'."""
@@ -214,43 +268,25 @@ def _gate_starts(text: str, data: bytes | None = None) -> list[int]:
             return [match.start() for match in _GATE_BYTES.finditer(data)]
         # RE2's own search, called directly: the binding's ``finditer`` builds a match object per hit, which is
         # most of the gate's cost on a text with hundreds of hits (configuration files naming a password).
+        # Inert words are not matched at all (``_ACTIVE_WORD``); a word's match ends on the character after its
+        # name, which may start another hit (a quote opening JSON), so the search goes on from there.
         out: list[int] = []
         pos, size = 0, len(data)
         while pos <= size:
             start, end = _GATE_MATCH(_UNANCHORED, data, pos, size)[0]
             if start < 0:
                 break
-            if end - start <= _LONGEST_WORD and _inert_word(data, start, end):
-                pos = start + 1  # search on inside it: a prefix or an escape the word hid is found
-                continue
             out.append(start)
-            pos = end if end > pos else pos + 1
+            pos = end - 1 if end - 1 > start else start + 1
         return out
     if text.isascii():
         return [match.start() for match in _GATE_BYTES.finditer(text.encode("ascii"))]
     return [match.start() for match in _GATE.finditer(text)]
 
 
-def _inert_word(data: bytes, start: int, end: int) -> bool:
-    """Whether the gate's match ``data[start:end]`` is a credential word no rule can act on (``_INERT_AFTER``)."""
-    if data[start:end].lower() not in _WORD_BYTES:
-        return False
-    tail = data[end : end + _NAME_WINDOW]
-    rest = tail.translate(None, _NAME_BYTES)
-    return rest[:1] in _INERT_AFTER if rest else len(tail) == _NAME_WINDOW
-
-
-def _escaped(text: str, at: int) -> bool:
-    """Whether the backslash at ``at`` starts an escape (an odd run of backslashes ends there)."""
-    n = 0
-    while at - n >= 0 and text[at - n] == "\\":
-        n += 1
-    return n % 2 == 1
-
-
 def needs_structure(compiled: CompiledRules, text: str, names: Collection[str] | None, structure: list[int]) -> bool:
     """Whether redacting ``text`` needs the value's structure (the walk), not only its strings."""
-    if structure or not compiled.defaults or ("\\" in text and "\\\\" in text):
+    if structure or not compiled.defaults:  # (an escaped backslash is in ``structure``: ``_BACKSLASH``)
         return True
     if "[" in text and '["' in text:  # (one-character searches first: they are memchr's)
         for match in _SHORT_LIST.finditer(text):
@@ -258,40 +294,6 @@ def needs_structure(compiled: CompiledRules, text: str, names: Collection[str] |
                 return True  # a list of short text pieces: a stream's deltas, read whole by the walk
     # JSON inside a string would be in ``structure``: the names of the data are all its keys
     return keys_hit(compiled, text, names, trust_names=True)
-
-
-def _string_at(text: str, pos: int, cursor: list[int]) -> tuple[int, int] | None:
-    """The (opening quote, closing quote) of the JSON string holding ``pos``, or None if ``pos`` is outside.
-
-    ``cursor`` carries [position, quotes before it] from the previous call (positions come sorted)."""
-    last, quotes = cursor
-    quotes += text.count('"', last, pos) - text.count('\\"', max(0, last - 1), pos)
-    cursor[0], cursor[1] = pos, quotes
-    if quotes % 2 == 0 and text[pos] != '"':
-        return None
-    start = pos if text[pos] == '"' and quotes % 2 == 0 else text.rfind('"', 0, pos)
-    while start > 0 and text[start - 1] == "\\":
-        start = text.rfind('"', 0, start - 1)
-    end = text.find('"', start + 1)
-    while end > 0 and text[end - 1] == "\\":
-        end = text.find('"', end + 1)
-    if start < 0 or end < 0:
-        return None
-    return start, end
-
-
-def _key_before(text: str, start: int) -> str | None:
-    """The key of the object member whose value is the string opening at ``start``, if any."""
-    if start < 2 or text[start - 1] != ":" or text[start - 2] != '"':
-        return None
-    key_start = text.rfind('"', 0, start - 2)
-    while key_start > 0 and text[key_start - 1] == "\\":
-        key_start = text.rfind('"', 0, key_start - 1)
-    try:
-        key = orjson.loads(text[key_start : start - 1])
-    except orjson.JSONDecodeError:
-        return None
-    return key if isinstance(key, str) else None
 
 
 def redact_json(compiled: CompiledRules, text: str, names: Collection[str] | None = None) -> str | None:
@@ -306,34 +308,34 @@ def redact_json(compiled: CompiledRules, text: str, names: Collection[str] | Non
         return text
     positions.sort()
     cursor = [0, 0]
-    seen: set[int] = set()
+    whole = WholeWords(text)
     parts: list[str] = []
     copied = 0
-    for pos in positions:
-        if pos < copied:
-            continue
-        span = _string_at(text, pos, cursor)
+    index, count = 0, len(positions)
+    while index < count:
+        span = string_at(text, positions[index], cursor)
         if span is None:
+            index += 1
             continue
         start, end = span
-        if start in seen:
-            continue
-        seen.add(start)
+        upto = bisect_right(positions, end, index)
+        where, index = positions[index:upto], upto  # every finding in this string, decided together
         if text[end + 1 : end + 2] == ":":
             value = orjson.loads(text[start : end + 1])
             if scan_text(compiled, value, False) != value:
                 return None  # a secret in a key: the walk redacts the key and its value together
             continue
-        key = _key_before(text, start)
-        entropy = key is None or not is_identifier_key(key)
-        written = scan_lines(compiled, text, start, end, positions, detected, entropy)
+        entropy = entropy_under(text, start)
+        written = None
+        if not (detected and any(pos in detected for pos in where)):
+            written = scan_lines(compiled, text, span, where, whole, entropy)
         if written is None:
             value = orjson.loads(text[start : end + 1])
             redacted = scan_text(compiled, value, False, entropy=entropy)
             if redacted == value:
                 continue
             written = orjson.dumps(redacted).decode("utf-8")
-        elif len(written) == end + 1 - start and written == text[start : end + 1]:
+        elif written is UNCHANGED or not written:
             continue
         parts.append(text[copied:start])
         parts.append(written)

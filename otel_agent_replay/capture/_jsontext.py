@@ -1,0 +1,86 @@
+"""Reading compact JSON text in place: where a string opens and closes, its key, JSON inside it.
+
+The one pass (``_onepass``) finds positions in a document's serialised text; these helpers say which JSON
+string holds a position (by counting the unescaped quotes before it, exact in orjson's output), whether a
+string is under a key naming an identifier (so the high-entropy layer leaves it), and whether a string holds
+JSON itself (a tool that returns ``json.dumps(...)``), without parsing the document.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import orjson
+
+from ._entropy import is_identifier_key
+
+__all__ = ["entropy_under", "escaped", "json_inside", "string_at"]
+
+_SIZE: Final = 8192
+# Whether a string under a key (its JSON text, quotes and all) is judged by the high-entropy layer.
+_ENTROPY_UNDER: dict[str, bool] = {}
+
+
+def json_inside(text: str, at: int) -> bool:
+    """Whether the JSON string opening at ``at`` holds JSON itself (a tool that returns ``json.dumps(...)``)."""
+    end = text.find('"', at + 1)
+    while end > 0 and text[end - 1] == "\\" and escaped(text, end - 1):
+        end = text.find('"', end + 1)
+    last = text[end - 1 : end]
+    if last not in "]} " and text[end - 2 : end - 1] != "\\" and text[end - 6 : end - 4] != "\\u":
+        return False  # JSON ends with ``]``, ``}`` or white space (`` ``, ``\\n`` …), not INI's ``[server]\\n…``
+    try:
+        inner = orjson.loads(text[at : end + 1])
+        orjson.loads(inner)
+    except (orjson.JSONDecodeError, TypeError):
+        return False
+    return True
+
+
+def escaped(text: str, at: int) -> bool:
+    """Whether the backslash at ``at`` starts an escape (an odd run of backslashes ends there)."""
+    n = 0
+    while at - n >= 0 and text[at - n] == "\\":
+        n += 1
+    return n % 2 == 1
+
+
+def string_at(text: str, pos: int, cursor: list[int]) -> tuple[int, int] | None:
+    """The (opening quote, closing quote) of the JSON string holding ``pos``, or None if ``pos`` is outside.
+
+    ``cursor`` carries [position, quotes before it] from the previous call (positions come sorted)."""
+    last, quotes = cursor
+    quotes += text.count('"', last, pos) - text.count('\\"', max(0, last - 1), pos)
+    cursor[0], cursor[1] = pos, quotes
+    if quotes % 2 == 0 and text[pos] != '"':
+        return None
+    start = pos if text[pos] == '"' and quotes % 2 == 0 else text.rfind('"', 0, pos)
+    while start > 0 and text[start - 1] == "\\":
+        start = text.rfind('"', 0, start - 1)
+    end = text.find('"', start + 1)
+    while end > 0 and text[end - 1] == "\\":
+        end = text.find('"', end + 1)
+    if start < 0 or end < 0:
+        return None
+    return start, end
+
+
+def entropy_under(text: str, start: int) -> bool:
+    """Whether the high-entropy layer judges the string opening at ``start``: not under a key naming an identifier."""
+    if start < 2 or text[start - 1] != ":" or text[start - 2] != '"':
+        return True
+    key_start = text.rfind('"', 0, start - 2)
+    while key_start > 0 and text[key_start - 1] == "\\":
+        key_start = text.rfind('"', 0, key_start - 1)
+    raw = text[key_start : start - 1]
+    found = _ENTROPY_UNDER.get(raw)
+    if found is None:
+        try:
+            key = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            key = None
+        found = not (isinstance(key, str) and is_identifier_key(key))
+        if len(_ENTROPY_UNDER) >= _SIZE:
+            _ENTROPY_UNDER.clear()  # bounded: keys are data
+        _ENTROPY_UNDER[raw] = found
+    return found
