@@ -14,6 +14,9 @@ warm-up cancel out. Configurations (all inside one process each, the replay span
 
 - ``bare``: ``bench_replay.py``'s bare span (``start_as_current_span("x")``, no attributes);
 - ``hit-on`` / ``hit-off``: ``bench_replay.py``'s document hit, replay spans on / ``spans=False``;
+- ``sdk-span``: the SDK's own part of a hit's replay span: ``start_span`` with a replayed document step's
+  contract attributes and its link, then ``end`` (as ``HitSpan`` makes it: no context attached), nothing of
+  ours in the loop;
 - ``requests-*`` / ``httpx-*``: ``bench_vcr.py``'s GET: ``memory`` (the client's own work on an
   in-memory response), ``on`` / ``off`` (replayed from a tape, spans on / off), ``vcrpy`` (vcrpy's replay
   from a cassette).
@@ -38,6 +41,7 @@ CONFIGS = (
     "bare",
     "hit-on",
     "hit-off",
+    "sdk-span",
     "requests-memory",
     "requests-on",
     "requests-off",
@@ -108,6 +112,31 @@ def child(config: str, work: Path, n: int) -> None:
         def call() -> object:
             with start("x"):
                 return None
+
+        block = nullcontext
+    elif config == "sdk-span":
+        from bench_record import LIMIT, QUERY, search_document
+
+        from otel_agent_replay import agent_run, load_tape, replay
+        from otel_agent_replay.instrumentation import prepare, step_attributes, tool_spec
+        from otel_agent_replay.instrumentation._runtime import current_run
+        from otel_agent_replay.replayer._serving import step_links
+
+        tape = load_tape(work / "hit.jsonl")
+        step = tape.runs[0].steps[0]
+        spec = tool_spec(search_document)
+        assert spec is not None and step.result_json is not None
+        with replay(tape, allow_unused=True), agent_run("bench"):
+            state = current_run.get()
+            assert state is not None
+            name, attrs = step_attributes(spec, prepare(spec, state, (), {"query": QUERY, "limit": LIMIT}))
+        attrs["gen_ai.tool.call.result"] = step.result_json
+        links = step_links(step)
+        start = provider.get_tracer("bench.sdk").start_span
+
+        def call() -> object:
+            start(name, attributes=attrs, links=links, start_time=1).end()
+            return None
 
         block = nullcontext
     elif config.startswith("hit-"):
@@ -183,7 +212,11 @@ def main(argv: list[str] | None = None) -> int:
         for config in args.only:
             per_call[config] = (instructions(config, work, LONG) - instructions(config, work, SHORT)) / (LONG - SHORT)
             print(f"  {config:<16} {per_call[config]:>10,.0f}", flush=True)
-    ratios = [("hit-on", "bare", "hit, spans on, × bare span"), ("hit-off", "bare", "hit, spans off, × bare span")]
+    ratios = [
+        ("hit-on", "bare", "hit, spans on, × bare span"),
+        ("hit-off", "bare", "hit, spans off, × bare span"),
+        ("sdk-span", "bare", "SDK span of a hit, × bare span"),
+    ]
     for client in ("requests", "httpx"):
         for how in ("on", "off"):
             ratios.append((f"{client}-vcrpy", f"{client}-{how}", f"{client} vcrpy / tape, spans {how}"))

@@ -22,10 +22,12 @@ from typing import Any, Final
 
 import orjson
 
+from ._flat import FLOAT_DIGITS as FLOAT_DIGITS
+from ._flat import flat_json
+
 JSONValue = Any
 """A value made only of dict (str keys), list, str, int, float, bool and None."""
 
-FLOAT_DIGITS = 6
 KEY_HASH_CHARS = 12
 _MAX_DEPTH = 64
 
@@ -128,7 +130,20 @@ def to_jsonable(value: object) -> JSONValue:
 
     Never raises; the same at record and replay.
     """
+    if type(value) is dict:
+        flat = flat_json(value, False)
+        if flat is not None:
+            return flat
     return orjson.loads(json_text(value))
+
+
+def canonical_value(value: object) -> JSONValue:
+    """``normalize(to_jsonable(value))``: a call's arguments as their key and the tape take them."""
+    if type(value) is dict:
+        flat = flat_json(value, True)
+        if flat is not None:
+            return flat
+    return normalize(to_jsonable(value))
 
 
 def to_jsonable_walk(value: object) -> JSONValue:
@@ -237,7 +252,30 @@ def canonical_json(value: object) -> str:
 
 
 def key_from_json(tool: str, canonical_args: str) -> str:
-    """Call key from a tool name and its canonical argument JSON."""
+    """Call key from a tool name and its canonical argument JSON.
+
+    Remembered for short texts (a bounded memo, cleared when full): the same arguments recur call after
+    call, and a sha256 through OpenSSL costs more to set up than to run on them. The memo holds the
+    texts as the calls' own captured arguments are held, in this process's memory only.
+    """
+    if len(canonical_args) > _KEY_MEMO_CHARS:
+        return _key_of(tool, canonical_args)
+    memo_key = (tool, canonical_args)
+    found = _key_memo.get(memo_key)
+    if found is None:
+        found = _key_of(tool, canonical_args)
+        if len(_key_memo) >= _KEY_MEMO_ENTRIES:
+            _key_memo.clear()
+        _key_memo[memo_key] = found
+    return found
+
+
+_KEY_MEMO_CHARS = 1024
+_KEY_MEMO_ENTRIES = 4096
+_key_memo: dict[tuple[str, str], str] = {}
+
+
+def _key_of(tool: str, canonical_args: str) -> str:
     digest = hashlib.sha256(canonical_args.encode("utf-8")).hexdigest()
     return f"{tool}:{digest[:KEY_HASH_CHARS]}"
 

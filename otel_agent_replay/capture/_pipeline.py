@@ -16,6 +16,7 @@ import orjson
 
 from ._canonical import (
     JSONValue,
+    canonical_value,
     dumps_canonical,
     json_text,
     key_from_json,
@@ -115,7 +116,7 @@ def capture_args(
     The call key is computed on the redacted form (markers); the JSON the tape carries has the
     recording's stand-ins in their place (``Capture.stand_ins``). A replay's call whose canonical text is
     one the tape recorded (``Capture.recorded``) is not redacted again: redaction would give it back."""
-    value = normalize(to_jsonable(bound))
+    value = canonical_value(bound)
     text = dumps_canonical(value)
     recorded = capture.recorded
     on_tape = recorded is not None and text in recorded

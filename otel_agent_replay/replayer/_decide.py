@@ -73,6 +73,8 @@ class Decider:
         self._out_of_bounds = options.miss_policy == MissPolicy.ERROR_RESULT
         self._count_drift = options.drift_policy == DriftPolicy.COUNT
         self._recorded_effects: dict[str, str] | None = None
+        self._editing = bool(self._edits)
+        self._overrides = bool(options.overrides)
 
     def read_only(self, spec: ToolSpec) -> bool:
         """Whether the tool is read-only: as decorated, else as ``replay(declare=...)`` says."""
@@ -113,11 +115,14 @@ class Decider:
                 )
             if step.expires_at or (spec.version is not None and step.tool_version is not None):
                 self._check_fresh(spec, step, run_id, n)
-            edited, value = self._edits.get(step) if self._edits else (False, None)
-            if edited:
-                asked = edit_json(self._edits.by_step[step.step_id], prep)  # as the user gave it, not the response
-                self.fork.edited(run_id=run_id, step=step, value=asked, run_span=prep.run.span)
-            override = value if edited else self._override(name, n)
+            if self._editing or self._overrides:  # neither (the usual replay): a hit is served as recorded
+                edited, value = self._edits.get(step) if self._editing else (False, None)
+                if edited:
+                    asked = edit_json(self._edits.by_step[step.step_id], prep)  # as the user gave it, not the response
+                    self.fork.edited(run_id=run_id, step=step, value=asked, run_span=prep.run.span)
+                override = value if edited else self._override(name, n)
+            else:
+                override = _NO_OVERRIDE
             if override is not _NO_OVERRIDE:
                 stub = () if read_only else ("stubbed_side_effects",)
                 self.ledger.bump("steps", "tape_hits", "overrides_applied", *stub)

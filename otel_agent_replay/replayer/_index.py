@@ -131,9 +131,10 @@ class RunIndex:
                 self._head[call_key] = after
                 if not consumed[i]:
                     consumed[i] = 1
-                    if self._inside:
+                    step = self.steps[i]
+                    if step.span_id in self._inside:  # it enclosed other recorded steps (its HTTP requests)
                         self._serve_inside(i)
-                    return self.steps[i]
+                    return step
                 i = after
             return None
 
@@ -210,7 +211,14 @@ def recorded_result(step: Step, tape_path: str | None, hint: Any = None) -> Any:
     from the type description recorded beside the JSON; the JSON comes from the blob store
     beside the tape when it was shortened.
     """
-    return rebuild(recorded_json(step, tape_path), hint, recorded_type(step))
+    if step.result_truncated or step.result_json is None:
+        value = recorded_json(step, tape_path)
+    else:  # ``recorded_json``'s usual case, inline: a hit's result is parsed here, once per call
+        try:
+            value = orjson.loads(step.result_json)
+        except orjson.JSONDecodeError:
+            value = step.result_json  # foreign spans may carry plain text where we write JSON
+    return rebuild(value, hint, recorded_type(step) if A.RESULT_TYPE in step.attributes else None)
 
 
 def recorded_type(step: Step) -> Description:

@@ -215,7 +215,8 @@ class Serving:
             self.hit.fail(exc)
 
     def done(self, result: object) -> None:
-        self._ended()
+        if self.decision.step is not None:  # ``_ended``, inline: every hit ends here
+            self.bound.served(self.decision.step)
         self.session._observe(self.spec, self.prep, result, None)
         if self.pending is not None:
             self.pending.finish(result)

@@ -105,6 +105,7 @@ class ReplaySession:
         self.capture = Capture(
             redactor=options.redactor, keys=KeyRules(options.key_ignore), known=known, recorded=recorded
         )
+        self._key_rules = bool(self.capture.keys)
         self._tracer = replay_tracer()
         self.ledger = Ledger()
         self.fork_state = ForkState(options.then_policy, fork_tape, tape_path)
@@ -245,7 +246,7 @@ class ReplaySession:
         """Serve one call of a decorated function (or a double)."""
         __tracebackhide__ = True  # pytest shows the user's frames, not ours
         serving = self._begin_serving(spec, args, kwargs)
-        live = running_live.set(True) if _runs_live(serving) else None
+        live = running_live.set(True) if type(serving) is Serving and serving.decision.how == "live" else None
         try:
             result = serving.invoke(fn, args, kwargs)
         except BaseException as exc:
@@ -344,7 +345,7 @@ class ReplaySession:
         bound, state = self._runs.binding()
         prep = prepare(spec, state, args, kwargs)
         keys = self.capture.keys
-        patterns = keys.for_tool(spec.name, spec.key_ignore) if spec.key_ignore or keys else ()
+        patterns = keys.for_tool(spec.name, spec.key_ignore) if spec.key_ignore or self._key_rules else ()
         if patterns != prep.captured.key_ignore:  # the rules in force here, not the live run's recording's
             captured = prep.captured
             key = self.capture.keys.key(spec.name, captured.value, patterns) if patterns else None
