@@ -60,6 +60,7 @@ from ._build import (
     text_or_none,
 )
 from ._foreign import RecordedSteps, SpanKey, ancestor_run, in_our_run, inside
+from ._lazy import lazy_step
 from ._read import TapeReader, paused_gc
 from ._redacted import redact_record
 from ._span import SpanRecord, int_or_none
@@ -162,11 +163,13 @@ class _RunBuilder:
                 index += 1
                 add(index, record if redactor is None else redact_record(record, redactor))
         self._settle_foreign_runs()
-        recorded = RecordedSteps(step for parts in self.runs.values() for step in parts.steps)
+        recorded = None
+        if self.argless or self.orphans:  # the foreign spans' checks; a tape of ours alone has none
+            recorded = RecordedSteps(step for parts in self.runs.values() for step in parts.steps)
         without_arguments = sum(
             1
             for record, tool in self.argless
-            if not self._a_view(recorded, record, tool) and not self._in_our_run(record)
+            if recorded is not None and not self._a_view(recorded, record, tool) and not self._in_our_run(record)
         )
         if without_arguments:
             self.reader.warn(
@@ -175,7 +178,8 @@ class _RunBuilder:
                 f"Turn on content capture in the instrumentation that wrote them, or record with "
                 f"otel-agent-replay."
             )
-        self._place_orphans(recorded)
+        if recorded is not None:
+            self._place_orphans(recorded)
         out: list[Run] = []
         for run_id, parts in sorted(self.runs.items(), key=lambda item: item[1].first):
             steps = _ordered_steps(run_id, parts)
@@ -256,7 +260,7 @@ class _RunBuilder:
             # Recorded by otel-agent-replay: everything is on the span.
             self.our_steps.add(key)
             self._parts(step_run, index).steps.append(
-                make_step(kind, tool, args, seq, step_id, call_key, step_run, record)
+                lazy_step(kind, tool, args, seq, step_id, call_key, step_run, record)
             )
             return
         pending = _StepAwaitingRun(index, kind, record, tool, args, seq)
