@@ -170,6 +170,11 @@ class AppendWriter:
         return self._fd
 
     def _acquire(self, fd: int) -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return  # the usual case: nobody else is writing
+        except BlockingIOError:
+            pass
         deadline = time.monotonic() + self.lock_timeout
         delay = 0.0005
         while True:
