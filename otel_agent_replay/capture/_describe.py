@@ -118,8 +118,10 @@ def plain_json_names(value: object) -> set[str] | None:
                     for entry in items:
                         if "value" in entry or "Value" in entry:
                             _pair_name(entry, names)
+                kinds = set(map(type, chain.from_iterable(map(dict.values, items))))
+                if kinds <= _SCALARS:
+                    continue  # records of scalars (the usual rows): their values need no list of their own
                 items = list(chain.from_iterable(map(dict.values, items)))
-                kinds = set(map(type, items))
         elif kind in _SCALARS:
             continue
         else:

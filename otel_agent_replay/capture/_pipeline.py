@@ -22,6 +22,7 @@ from ._canonical import (
     key_from_json,
     native_json_text,
     normalize,
+    plain_json_text,
     to_jsonable,
 )
 from ._describe import describe, plain_json_names
@@ -181,7 +182,10 @@ def capture_result(result: object, capture: Capture) -> CapturedResult:
     Only a shortened result carries ``sha256`` (of the full redacted JSON); then, when a
     blob store is configured, the full redacted JSON is stored there under that hash.
     """
-    text = native_json_text(result)
+    # orjson's own path first (the usual result); the hook and non-string keys only when it refuses the value
+    text = plain_json_text(result)
+    if text is None:
+        text = native_json_text(result)
     # None: not plain JSON (or not as orjson writes it: integers beyond 64 bits), so its type is described
     names = None if text is None else plain_json_names(result)
     if text is None:

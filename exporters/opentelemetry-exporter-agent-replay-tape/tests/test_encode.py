@@ -101,3 +101,31 @@ def test_remote_parent_sets_the_is_remote_flag() -> None:
     root = next(s for s in _spans() if s.name == "root")
     doc = orjson.loads(LineEncoder().encode(root))
     assert doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["flags"] == 0x300
+
+
+def test_attributes_are_read_from_the_sdks_dict_and_any_other_layout_the_same() -> None:
+    from types import MappingProxyType
+
+    from opentelemetry.exporter.agent_replay_tape._encode import _attributes_of
+
+    child = next(s for s in _spans() if s.name == "child")
+    inner = _attributes_of(child)
+    assert type(inner) is dict  # this SDK keeps them in a dict: read directly, not through two mapping layers
+    assert list(inner.items()) == list(child.attributes.items())
+    expected = orjson.loads(LineEncoder().encode(child))
+    for attributes in (dict(child.attributes), MappingProxyType(dict(child.attributes))):
+        copy = ReadableSpan(
+            name=child.name,
+            context=child.context,
+            parent=child.parent,
+            resource=child.resource,
+            attributes=attributes,
+            events=child.events,
+            links=child.links,
+            kind=child.kind,
+            status=child.status,
+            start_time=child.start_time,
+            end_time=child.end_time,
+            instrumentation_scope=child.instrumentation_scope,
+        )
+        assert orjson.loads(LineEncoder().encode(copy)) == expected

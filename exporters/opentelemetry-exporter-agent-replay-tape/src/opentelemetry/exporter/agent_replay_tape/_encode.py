@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
+from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
@@ -77,6 +78,24 @@ def _flags(parent: SpanContext | None) -> int:
     return _FLAGS_HAS_IS_REMOTE
 
 
+def _attributes_of(span: ReadableSpan) -> Mapping[str, Any] | None:
+    """The span's attributes as a plain dict when the SDK keeps them so, else as its public mapping.
+
+    ``ReadableSpan.attributes`` wraps the SDK's ``BoundedAttributes`` in a ``MappingProxyType``, so each
+    item read goes through two Python-level mapping layers (``__iter__`` under its lock, ``__getitem__``); an
+    ended span's attributes no longer change, and the dict inside holds the same items in the same order.
+    Any other layout (another SDK version, a span built by hand) is read through the public property.
+    """
+    raw = getattr(span, "_attributes", None)
+    if type(raw) is BoundedAttributes:
+        inner = getattr(raw, "_dict", None)
+        if type(inner) is dict:
+            return inner
+    elif type(raw) is dict:
+        return raw
+    return span.attributes
+
+
 def encode_span(span: ReadableSpan) -> dict[str, Any]:
     """One SDK span as an OTLP JSON ``Span`` object."""
     ctx = span.get_span_context()
@@ -92,7 +111,7 @@ def encode_span(span: ReadableSpan) -> dict[str, Any]:
     out["kind"] = span.kind.value + 1  # SDK INTERNAL=0 is OTLP SPAN_KIND_INTERNAL=1
     out["startTimeUnixNano"] = str(span.start_time or 0)
     out["endTimeUnixNano"] = str(span.end_time or 0)
-    attributes = span.attributes
+    attributes = _attributes_of(span)
     if attributes:
         # text is most of a step's attributes: its AnyValue is built inline, the rest by encode_value
         out["attributes"] = [

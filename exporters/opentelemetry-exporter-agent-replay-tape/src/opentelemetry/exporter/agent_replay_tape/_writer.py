@@ -18,8 +18,10 @@ cut it or ended it in the meantime) checks the tail as above and writes the line
 So a retry never writes a line twice, and ``close`` cuts a torn line of ours that was
 never finished.
 
-Each append first checks that the path still names the open file (``fstat`` of the file
-against ``stat`` of the path: device and inode). When the file was deleted, moved away
+Each append first checks that the path still names the open file: one ``stat`` of the path,
+its device and inode against the open file's (taken by ``fstat`` once, when it was opened: an open
+file keeps its inode, whose number is not reused while it is open); the same ``stat`` gives the
+file's size, since it is the same inode. When the file was deleted, moved away
 or replaced (``os.replace``), the writer opens the path again, creating it if needed,
 and counts how many lines it had written to the old file, so that nothing more goes to
 a file nobody will read.
@@ -145,6 +147,7 @@ class AppendWriter:
         self._ends = array("q")  # where each of those lines ends on the file (ascending)
         self._last: bytes | None = None  # our last whole line, which ends at _our_end
         self._fd: int | None = None
+        self._id: tuple[int, int] = (-1, -1)  # the open file's (device, inode)
         self._our_end = -1  # the file size right after our last write, when that ended a line
         self._torn: _Torn | None = None
         self._lock = threading.Lock()
@@ -157,10 +160,21 @@ class AppendWriter:
     def _open(self) -> int:
         if self._fd is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                st = os.fstat(fd)
+            except BaseException:
+                os.close(fd)
+                raise
+            self._fd, self._id = fd, (st.st_dev, st.st_ino)
         return self._fd
 
     def _acquire(self, fd: int) -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return  # the usual case: nobody else is writing
+        except BlockingIOError:
+            pass
         deadline = time.monotonic() + self.lock_timeout
         delay = 0.0005
         while True:
@@ -179,14 +193,13 @@ class AppendWriter:
         self._acquire(fd)
         for _ in range(3):  # the path could be replaced again while we reopen it; then go on anyway
             try:
-                st = os.fstat(fd)
                 try:
                     there = os.stat(self._path)
                 except (FileNotFoundError, NotADirectoryError):
                     reason: Literal["deleted", "replaced"] = "deleted"
                 else:
-                    if there.st_ino == st.st_ino and there.st_dev == st.st_dev:
-                        return fd, st.st_size
+                    if there.st_ino == self._id[1] and there.st_dev == self._id[0]:
+                        return fd, there.st_size  # the same inode as ours: its size is our file's
                     reason = "replaced"
             except BaseException:
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -338,10 +351,13 @@ class AppendWriter:
     def _write(self, fd: int, data: bytes, skip: int, base: int, lines: Sequence[bytes]) -> None:
         """Write ``data[skip:]`` at the end of the file, where ``data`` (``lines`` joined) starts at ``base``."""
         pos = skip
-        view = memoryview(data)
         try:
-            while pos < len(data):
-                pos += os.write(fd, view[pos:])
+            if not skip:  # the usual case: the whole of it in one write
+                pos = os.write(fd, data)
+            if pos < len(data):
+                view = memoryview(data)
+                while pos < len(data):
+                    pos += os.write(fd, view[pos:])
         except OSError as err:
             # Which lines are whole on the file, and how much of the next one is there.
             whole = 0

@@ -1,0 +1,125 @@
+"""The 4 KB recorded step in instructions per step, under callgrind, beside a bare span and its own parts.
+
+Run it as a script (not a test; valgrind must be installed)::
+
+    .venv/bin/python bench/callgrind_step.py                  # every configuration, about 5 minutes
+    .venv/bin/python bench/callgrind_step.py --only bare step # some of them
+
+Instruction counts do not depend on the machine's load, so this is the figure to compare a change of the
+record path by on a shared machine (``bench_redact_throughput.py`` and ``profile_step.py`` time the same
+step). They count the process's own instructions, not the kernel's: the tape's system calls (``flock``,
+``stat``, ``pread``, ``write``) show only as their C wrappers, so a change that removes a system call is
+timed as well (``profile_step.py --without``). Each configuration runs twice under ``valgrind
+--tool=callgrind`` (200 warm-up calls, then 300 or 1,300), and its figure is (the long run - the short
+run) / 1,000: the interpreter's start, the imports and the warm-up cancel out. Configurations, each in a
+process whose application provider has a ``BatchSpanProcessor`` to a discarding exporter (its worker
+thread counts too), as in ``bench_redact_throughput.py``:
+
+- ``bare``: a bare span (``start_as_current_span("x")``, no attributes);
+- ``step``: ``@tool`` + ``agent_run`` in ``record(path)`` returning ``redact_corpus.step_rows(50)``;
+- ``step-captured``: the same with ``capture_result`` replaced by its answer, computed once (what the
+  step costs around the redaction);
+- ``capture``: ``capture_result`` of the rows alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+WARMUP = 200
+SHORT, LONG = 300, 1_300
+CONFIGS = ("bare", "step", "step-captured", "capture")
+VALGRIND = ("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null")
+_COLLECTED = re.compile(rb"Collected : (\d+)")
+
+
+def child(config: str, n: int) -> None:
+    """What runs under callgrind: ``WARMUP`` calls of ``config``, then ``n`` more."""
+    import redact_corpus
+    from benchlib import DiscardExporter
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    from otel_agent_replay import agent_run, record, tool
+    from otel_agent_replay.capture import DEFAULT_CAPTURE, capture_result
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(DiscardExporter(), max_queue_size=1 << 20))
+    trace.set_tracer_provider(provider)
+    rows = redact_corpus.step_rows(50)
+    if config == "bare":
+        start = provider.get_tracer("bench.bare").start_as_current_span
+        for _ in range(WARMUP + n):
+            with start("x"):
+                pass
+    elif config == "capture":
+        for _ in range(WARMUP + n):
+            capture_result(rows, DEFAULT_CAPTURE)
+    else:
+        if config == "step-captured":
+            import otel_agent_replay.instrumentation._steps as steps
+
+            captured = capture_result(rows, DEFAULT_CAPTURE)
+
+            def fixed(result: Any, capture: Any) -> Any:
+                return captured
+
+            steps.capture_result = fixed  # type: ignore[assignment]
+
+        @tool(name="orders", side_effect="read_only")
+        def orders(customer_id: str) -> list[dict[str, Any]]:
+            return rows
+
+        with (
+            tempfile.TemporaryDirectory(prefix="callgrind-step-") as work,
+            record(Path(work) / "t.jsonl"),
+            agent_run("b"),
+        ):
+            for _ in range(WARMUP + n):
+                orders(customer_id="c_17")
+    provider.shutdown()
+
+
+def instructions(config: str, n: int) -> int:
+    """Instructions of one child run under callgrind (every thread)."""
+    proc = subprocess.run(
+        [*VALGRIND, sys.executable, __file__, "--child", config, str(n)], capture_output=True, check=False
+    )
+    found = _COLLECTED.search(proc.stderr)
+    if proc.returncode != 0 or found is None:
+        raise SystemExit(f"{config}: callgrind run failed:\n{proc.stderr.decode(errors='replace')[-3000:]}")
+    return int(found.group(1))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="*", choices=CONFIGS, default=list(CONFIGS))
+    parser.add_argument("--child", nargs=2, metavar=("CONFIG", "N"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(args.child[0], int(args.child[1]))
+        return 0
+    per_call: dict[str, float] = {}
+    print(f"instructions per call (callgrind; ({LONG} calls - {SHORT} calls) / {LONG - SHORT})")
+    for config in args.only:
+        per_call[config] = (instructions(config, LONG) - instructions(config, SHORT)) / (LONG - SHORT)
+        print(f"  {config:<16} {per_call[config]:>10,.0f}", flush=True)
+    if "bare" in per_call:
+        for config in ("step", "step-captured", "capture"):
+            if config in per_call:
+                print(f"  {config} × bare span {per_call[config] / per_call['bare']:17.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
