@@ -25,7 +25,6 @@ warm-up cancel out. Configurations (all inside one process each, the replay span
 from __future__ import annotations
 
 import argparse
-import re
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,8 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from pathlib import Path
 from typing import Any
+
+import callgrindlib
 
 WARMUP = 200
 SHORT, LONG = 300, 1_300
@@ -51,8 +52,6 @@ CONFIGS = (
     "httpx-off",
     "httpx-vcrpy",
 )
-VALGRIND = ("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null")
-_COLLECTED = re.compile(rb"Collected : (\d+)")
 
 
 def _provider() -> Any:
@@ -185,15 +184,7 @@ def child(config: str, work: Path, n: int) -> None:
 
 def instructions(config: str, work: Path, n: int) -> int:
     """Instructions of one child run under callgrind (every thread)."""
-    proc = subprocess.run(
-        [*VALGRIND, sys.executable, __file__, "--child", config, str(work), str(n)],
-        capture_output=True,
-        check=False,
-    )
-    found = _COLLECTED.search(proc.stderr)
-    if proc.returncode != 0 or found is None:
-        raise SystemExit(f"{config}: callgrind run failed:\n{proc.stderr.decode(errors='replace')[-3000:]}")
-    return int(found.group(1))
+    return callgrindlib.instructions(__file__, "--child", config, str(work), str(n))
 
 
 def main(argv: list[str] | None = None) -> int:

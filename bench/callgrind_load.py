@@ -20,12 +20,11 @@ from __future__ import annotations
 import cProfile
 import gc
 import pstats
-import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+import callgrindlib
 import orjson
 from bench_record import LIMIT, QUERY, prose, sized_tool, varied_tool
 
@@ -33,7 +32,6 @@ from otel_agent_replay import agent_run, load_tape, record
 
 RUNS = 50
 STEPS_PER_RUN = 20
-_COLLECTED = re.compile(rb"Collected : (\d+)")
 
 
 def build(path: Path, varied: bool) -> int:
@@ -63,24 +61,8 @@ def passes(mode: str, path: str, n: int) -> None:
 
 
 def instructions(mode: str, path: Path, n: int) -> int:
-    proc = subprocess.run(
-        [
-            "valgrind",
-            "--tool=callgrind",
-            "--callgrind-out-file=/dev/null",
-            sys.executable,
-            __file__,
-            mode,
-            str(path),
-            str(n),
-        ],
-        capture_output=True,
-        check=True,
-    )
-    found = _COLLECTED.search(proc.stderr)
-    if found is None:
-        raise SystemExit(f"callgrind printed no instruction count:\n{proc.stderr.decode(errors='replace')[-2000:]}")
-    return int(found.group(1))
+    """Instructions of one child run under callgrind."""
+    return callgrindlib.instructions(__file__, mode, str(path), str(n))
 
 
 def main() -> None:

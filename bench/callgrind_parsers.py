@@ -24,20 +24,18 @@ does). ``make_step`` is the ``Step`` of an already decoded span record, per step
 """
 
 import gc
-import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+import callgrindlib
 import orjson
 from callgrind_load import build
 
 from otel_agent_replay import load_tape
 from otel_agent_replay.tape._read import TapeReader
 
-_COLLECTED = re.compile(rb"Collected : (\d+)")
 _FRAME_END = b"}]}]}\n"
 MODES = (
     "orjson.loads",
@@ -170,24 +168,8 @@ def passes(mode: str, path: str, n: int) -> None:
 
 
 def instructions(mode: str, path: Path, n: int) -> int:
-    proc = subprocess.run(
-        [
-            "valgrind",
-            "--tool=callgrind",
-            "--callgrind-out-file=/dev/null",
-            sys.executable,
-            __file__,
-            mode,
-            str(path),
-            str(n),
-        ],
-        capture_output=True,
-        check=True,
-    )
-    found = _COLLECTED.search(proc.stderr)
-    if found is None:
-        raise SystemExit(f"callgrind printed no instruction count:\n{proc.stderr.decode(errors='replace')[-2000:]}")
-    return int(found.group(1))
+    """Instructions of one child run under callgrind."""
+    return callgrindlib.instructions(__file__, mode, str(path), str(n))
 
 
 def main(only: list[str]) -> None:

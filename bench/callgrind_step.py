@@ -25,8 +25,6 @@ thread counts too), as in ``bench_redact_throughput.py``:
 from __future__ import annotations
 
 import argparse
-import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -35,11 +33,11 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import callgrindlib  # noqa: E402
+
 WARMUP = 200
 SHORT, LONG = 300, 1_300
 CONFIGS = ("bare", "step", "step-captured", "capture")
-VALGRIND = ("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null")
-_COLLECTED = re.compile(rb"Collected : (\d+)")
 
 
 def child(config: str, n: int) -> None:
@@ -92,13 +90,7 @@ def child(config: str, n: int) -> None:
 
 def instructions(config: str, n: int) -> int:
     """Instructions of one child run under callgrind (every thread)."""
-    proc = subprocess.run(
-        [*VALGRIND, sys.executable, __file__, "--child", config, str(n)], capture_output=True, check=False
-    )
-    found = _COLLECTED.search(proc.stderr)
-    if proc.returncode != 0 or found is None:
-        raise SystemExit(f"{config}: callgrind run failed:\n{proc.stderr.decode(errors='replace')[-3000:]}")
-    return int(found.group(1))
+    return callgrindlib.instructions(__file__, "--child", config, str(n))
 
 
 def main(argv: list[str] | None = None) -> int:
