@@ -68,6 +68,28 @@ def _spec_for(route: Any, provider: str) -> Any:
     return spec
 
 
+_NO_ROUTE: Any = object()
+_matches: tuple[object, dict[tuple[str, str, str], Any]] = ((), {})
+"""The routes last matched against and, per method, host and path, what matched (``_NO_ROUTE``: nothing)."""
+
+
+def _matched(routes: tuple[Any, ...], request: Request) -> Any:
+    """``match`` remembered per method, host and path for the routes in force (a ``Matched`` is never changed)."""
+    global _matches
+    held, memo = _matches
+    if held is not routes:  # other routes (another replay's ``http_routes=``): start again
+        memo = {}
+        _matches = (routes, memo)
+    where = (request.method, request.host, request.path)
+    found = memo.get(where)
+    if found is None:
+        found = match(routes, *where)
+        if len(memo) > 10_000:  # an agent that walks an endless space of URLs: keep memory bounded
+            memo.clear()
+        memo[where] = _NO_ROUTE if found is None else found
+    return None if found is _NO_ROUTE else found
+
+
 def intercept(request: Request) -> Exchange | None:
     """What to do with a request: None to send it untouched, else the ``Exchange`` that records or answers it."""
     settings = _activation.settings()
@@ -80,7 +102,7 @@ def intercept(request: Request) -> Exchange | None:
             return None  # counted by the session; the socket guard lets it through too
     spec: Any = None
     args: dict[str, Any] | None = None
-    matched = match(settings.routes, request.method, request.host, request.path) if settings.routes else None
+    matched = _matched(settings.routes, request) if settings.routes else None
     if matched is not None:
         body = _json_body(request.body)
         if body is not None:

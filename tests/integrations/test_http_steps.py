@@ -194,3 +194,26 @@ def test_a_replayed_httpx_response_is_read_by_the_client_as_a_live_one_is(tape: 
         assert len(api.requests) == 2  # the replay sent nothing
     assert again == live and live[6] == (False, False)
     assert session.stats.hits == 2
+
+
+def test_replayed_httpx_responses_of_one_recorded_head_share_no_headers_or_arguments(tape: Path) -> None:
+    # the headers of a recorded head are made once per replay process and copied into each response,
+    # a query string is parsed once: nothing one response or call changes reaches the next
+    with rest_api() as api, httpx.Client() as client:
+        params = {"q": ["lamp", "desk"], "page": "2"}
+        with record(tape), agent_run("rest"):
+            live = [client.get(api.url + "/items", params=params) for _ in range(3)]
+        with replay(tape) as session:
+            first = client.get(api.url + "/items", params=params)
+            first.headers["x-mine"] = "changed"
+            del first.headers["content-type"]
+            session.view().calls_of(f"GET {api.authority}/items")[0].args["query"]["q"].append("chair")
+            second = client.get(api.url + "/items", params=params)
+            with client.stream("GET", api.url + "/items", params=params) as third:
+                third.headers["content-length"] = "0"
+                body = third.read()
+        called = session.view().calls_of(f"GET {api.authority}/items")
+    assert session.stats.hits == 3 and len(api.requests) == 3  # the replay sent nothing
+    assert "x-mine" not in second.headers and second.headers["content-type"] == live[1].headers["content-type"]
+    assert second.headers["content-length"] == str(len(live[1].content)) and body == live[2].content
+    assert [c.args["query"] for c in called[1:]] == [{"q": ["lamp", "desk"], "page": "2"}] * 2
