@@ -139,6 +139,9 @@ def response_result(status: int, headers: Any, content: bytes, started: float | 
 
 
 _divergences: weakref.WeakKeyDictionary[object, dict[str, BaseException]] = weakref.WeakKeyDictionary()
+_diverged: set[int] = set()
+"""The ids of replays that have diverged: a request of any other replay skips the weak mapping's look-up
+(an id reused by a later replay only sends it the long way, to ``_divergences``, which knows)."""
 
 
 class Exchange:
@@ -173,14 +176,19 @@ class Exchange:
         return hashlib.sha256(self.spec.name.encode() + text).hexdigest()
 
     def _seen(self) -> tuple[str, BaseException | None]:
+        if id(self.session) not in _diverged:  # no divergence in this replay yet: no key to compute
+            return "", None
         seen = _divergences.get(self.session)
-        if not seen:  # no divergence in this replay yet: no key to compute
+        if not seen:
             return "", None
         key = self._key()
         return key, seen.get(key)
 
     def _remember(self, key: str, exc: BaseException) -> None:
         _divergences.setdefault(self.session, {})[key or self._key()] = exc
+        if len(_diverged) > 10_000:  # ids of replays long gone: only makes the next look-ups take the long way
+            _diverged.clear()
+        _diverged.add(id(self.session))
 
     def answer(self, live: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """The recorded result for this request; ``live`` sends it for real when the replay lets it

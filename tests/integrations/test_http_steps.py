@@ -16,7 +16,7 @@ from opentelemetry import context as otel_context
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY  # what the SDK's span processors set
 
 from otel_agent_replay import agent_run, load_tape, record, replay, tool
-from otel_agent_replay.core import SideEffectRefused, TapeMiss
+from otel_agent_replay.core import SideEffectRefused, TapeDrift, TapeMiss
 from otel_agent_replay.core import attributes as A
 
 
@@ -217,3 +217,23 @@ def test_replayed_httpx_responses_of_one_recorded_head_share_no_headers_or_argum
     assert "x-mine" not in second.headers and second.headers["content-type"] == live[1].headers["content-type"]
     assert second.headers["content-length"] == str(len(live[1].content)) and body == live[2].content
     assert [c.args["query"] for c in called[1:]] == [{"q": ["lamp", "desk"], "page": "2"}] * 2
+
+
+def test_a_request_sent_again_after_drift_gets_the_same_error_and_is_not_a_new_step(tape: Path) -> None:
+    # an SDK that retries a request the replay refused: the same error again, the divergence counted once;
+    # another replay (with its own drift) starts with nothing remembered
+    with rest_api() as api:
+        with record(tape), agent_run("rest"):
+            httpx.get(api.url + "/items", params={"q": "lamp"})
+        errors: list[BaseException] = []
+        for _ in range(2):
+            with pytest.raises(TapeDrift), replay(tape, allow_unused=True) as session:
+                for _ in range(3):
+                    try:
+                        httpx.get(api.url + "/items", params={"q": "desk"})
+                    except TapeDrift as exc:
+                        errors.append(exc)
+            assert session.stats.drifts == 1 and session.stats.hits == 0
+        assert len(api.requests) == 1  # the replays sent nothing
+    assert len(errors) == 6 and errors[0] is errors[1] is errors[2] and errors[3] is errors[4] is errors[5]
+    assert errors[0] is not errors[3]
