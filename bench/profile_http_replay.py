@@ -12,7 +12,9 @@ call (the profiler inflates every function call, so the shares, not the times, a
 
 ``--pieces`` times the parts instead (no profiler; CPU time, best of 5, in the same process and
 minutes): the client's whole replayed GET, the same GET over ``bench_vcr.py``'s floor (the client around
-a transport that does nothing), and alone, on the same request: the capture point's ``Request``,
+a transport that does nothing), the whole GET again with the exchange's ``answer`` replaced by the
+result it gave (so the replay's call in place is the difference, and the rest over the floor is this
+package's HTTP layer), and alone, on the same request: the capture point's ``Request``,
 ``intercept`` (routes, spec, arguments), the exchange's ``answer`` (the replay's call: key, decision,
 the recorded result, the hit's span), and the client's response built from the result.
 """
@@ -36,7 +38,7 @@ import bench_vcr
 from benchlib import loadavg
 
 from otel_agent_replay import record, replay
-from otel_agent_replay.integrations._exchange import intercept
+from otel_agent_replay.integrations._exchange import Exchange, intercept
 
 PARTS = {
     "the client's whole call": [("httpx/_client.py", "get"), ("requests/sessions.py", "get")],
@@ -101,8 +103,16 @@ def _pieces(client: str, url: str, get: Callable[[], object], floor: Callable[[]
 
     asked: Any = request()
     result = intercept(asked).answer(lambda: {})  # type: ignore[union-attr]
+    whole = _best(get, 150)
+    original = Exchange.answer
+    Exchange.answer = lambda self, live: result  # type: ignore[method-assign,assignment,misc]
+    try:
+        without = _best(get, 150)
+    finally:
+        Exchange.answer = original  # type: ignore[method-assign]
     return {
-        "the whole replayed GET": _best(get, 150),
+        "the whole replayed GET": whole,
+        "the same, the replay's call replaced by its result": without,
         FLOOR: _best(floor),
         "the capture point's Request": _best(request, 3000),
         "intercept (routes, spec, arguments)": _best(lambda: intercept(asked), 3000),
