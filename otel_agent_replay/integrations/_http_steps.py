@@ -94,7 +94,8 @@ def http_spec(request: Request, settings: HttpSettings) -> ToolSpec:
 
 
 _queries: dict[str, tuple[tuple[str, str | tuple[str, ...]], ...]] = {}
-"""A query string's parameters, parsed once (an agent sends the same few queries again and again)."""
+"""A query string's parameters, parsed once (an agent sends the same few queries again and again); a
+query that carries a credential is parsed every time rather than held here."""
 
 
 def _parsed_query(text: str) -> tuple[tuple[str, str | tuple[str, ...]], ...]:
@@ -102,15 +103,19 @@ def _parsed_query(text: str) -> tuple[tuple[str, str | tuple[str, ...]], ...]:
     if found is not None:
         return found
     query: dict[str, Any] = {}
+    credential = False
     for name, value in urllib.parse.parse_qsl(text, keep_blank_values=True):
         if name.lower() in _URL_CREDENTIALS:
             value = KEY_PLACEHOLDER
+            credential = True
         if name in query:
             held = query[name]
             query[name] = (*held, value) if isinstance(held, tuple) else (held, value)
         else:
             query[name] = value
     found = tuple(query.items())
+    if credential:  # not kept: the query string itself holds the credential
+        return found
     if len(_queries) > 10_000:  # an agent that walks an endless space of URLs: keep memory bounded
         _queries.clear()
     _queries[text] = found

@@ -237,3 +237,17 @@ def test_a_request_sent_again_after_drift_gets_the_same_error_and_is_not_a_new_s
         assert len(api.requests) == 1  # the replays sent nothing
     assert len(errors) == 6 and errors[0] is errors[1] is errors[2] and errors[3] is errors[4] is errors[5]
     assert errors[0] is not errors[3]
+
+
+def test_a_query_string_is_parsed_once_unless_it_carries_a_credential() -> None:
+    from otel_agent_replay.integrations import _http_steps
+    from otel_agent_replay.integrations._request import Request
+
+    plain = Request("GET", "https", "api.example.com", None, "/v1/items", "q=lamp&q=desk&page=2")
+    signed = Request("GET", "https", "api.example.com", None, "/v1/items", "q=lamp&key=opaque-credential-value")
+    first, again = _http_steps.http_args(plain), _http_steps.http_args(plain)
+    assert first == again == {"query": {"q": ["lamp", "desk"], "page": "2"}}
+    assert first["query"]["q"] is not again["query"]["q"]  # each call its own lists
+    assert _http_steps.http_args(signed)["query"]["key"] != "opaque-credential-value"
+    assert plain.query in _http_steps._queries
+    assert not any("opaque-credential" in text for text in _http_steps._queries)  # the credential is not held
