@@ -15,7 +15,11 @@ client object, for ``requests`` (a ``Session``) and ``httpx`` (a ``Client``). Pe
 - tape, spans on / off: inside ``replay(tape)`` (``spans=False`` for off), every call a hit on a tape of
   as many recorded GETs;
 - vcrpy: inside ``vcr.use_cassette(cassette, record_mode="none", allow_playback_repeats=True)``, the
-  cassette recorded from the same GET.
+  cassette recorded from the same GET;
+- floor: the client around a transport that does nothing (requests: an adapter whose ``send`` returns a
+  ready ``Response``, body in ``_content``; httpx: a transport returning a response with headers built
+  once and the body unread): what the client costs whatever answers under it, so vcrpy / floor is the
+  most any replay answering at the adapter or transport can be faster than vcrpy.
 
 The server the tape and the cassette were recorded from is stopped before anything is timed (a GET
 to it is checked to be refused). Each round times every configuration once, in a new order each
@@ -93,7 +97,49 @@ class _MemoryAdapter(requests.adapters.HTTPAdapter):
         return self.build_response(request, raw)
 
 
+class _ReadyAdapter(requests.adapters.HTTPAdapter):
+    """The floor under requests' adapter: ``send`` hands back a ``requests.Response`` with everything set
+    and the body in ``_content``, no urllib3 response, nothing read (the least any adapter can do)."""
+
+    def __init__(self, payload: bytes) -> None:
+        super().__init__()
+        self._payload = payload
+
+    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:  # type: ignore[override]
+        response = requests.Response()
+        response.status_code = 200
+        response.headers = requests.structures.CaseInsensitiveDict({"content-type": "application/json"})
+        response.encoding = "utf-8"
+        response.reason = "OK"
+        response.url = request.url or ""
+        response.request = request
+        response.connection = self  # type: ignore[attr-defined]
+        response._content = self._payload
+        response._content_consumed = True  # type: ignore[attr-defined]
+        return response
+
+
+class _ReadyTransport(httpx.BaseTransport):
+    """The floor under httpx's transport: ``handle_request`` hands back a response whose headers are built
+    once (the client copies them) and whose body is an unread ``ByteStream`` (the client reads it)."""
+
+    def __init__(self, payload: bytes) -> None:
+        self._payload = payload
+        self._headers = httpx.Headers({"content-type": "application/json", "content-length": str(len(payload))})
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers=self._headers, stream=httpx.ByteStream(self._payload), request=request)
+
+
 Get = Callable[[], object]
+
+
+def _floors(url: str) -> dict[str, Get]:
+    """Per client: the same GET over the ready adapter / transport (what the client does around its transport)."""
+    session = requests.Session()
+    session.mount("http://", _ReadyAdapter(_Handler.body))
+    client = httpx.Client(transport=_ReadyTransport(_Handler.body))
+    return {"requests": lambda: session.get(url).json(), "httpx": lambda: client.get(url).json()}
 
 
 def _clients(url: str) -> dict[str, tuple[Get, Get]]:
@@ -162,10 +208,13 @@ def main(argv: list[str] | None = None) -> int:
     except requests.exceptions.ConnectionError:
         pass
 
+    floors = _floors(url)
+
     def configs(name: str) -> dict[str, tuple[Callable[[], AbstractContextManager[Any]], Get]]:
         get, memory = clients[name]
         return {
             "memory": (nullcontext, memory),
+            "floor": (nullcontext, floors[name]),
             "tape, spans on": (lambda: replay(tapes[name], allow_unused=True), get),
             "tape, spans off": (lambda: replay(tapes[name], spans=False, allow_unused=True), get),
             "vcrpy": (
@@ -203,6 +252,15 @@ def main(argv: list[str] | None = None) -> int:
         for how, us in rows.items():
             print(f"  {how:<16} {statistics.median(us):8.1f} µs  ({min(us):.1f}..{max(us):.1f})")
             data[how] = {"median_us": round(statistics.median(us), 1), "rounds_us": [round(u, 1) for u in us]}
+        ceiling = [v / f for v, f in zip(rows["vcrpy"], rows["floor"], strict=True)]
+        floor = [f / m for f, m in zip(rows["floor"], rows["memory"], strict=True)]
+        print(
+            f"  floor: {statistics.median(floor):.2f}x the client's own work ({min(floor):.2f}..{max(floor):.2f}); "
+            f"vcrpy is {statistics.median(ceiling):.2f}x it ({min(ceiling):.2f}..{max(ceiling):.2f}): the most any "
+            "replay under the client's transport can be faster than vcrpy"
+        )
+        data["floor"]["over_memory"] = round(statistics.median(floor), 2)
+        data["floor"]["vcrpy_over_floor"] = round(statistics.median(ceiling), 2)
         for how in ("tape, spans on", "tape, spans off"):
             faster = [v / t for v, t in zip(rows["vcrpy"], rows[how], strict=True)]
             over = [t / m for t, m in zip(rows[how], rows["memory"], strict=True)]

@@ -19,7 +19,7 @@ warm-up cancel out. Configurations (all inside one process each, the replay span
   ours in the loop;
 - ``requests-*`` / ``httpx-*``: ``bench_vcr.py``'s GET: ``memory`` (the client's own work on an
   in-memory response), ``on`` / ``off`` (replayed from a tape, spans on / off), ``vcrpy`` (vcrpy's replay
-  from a cassette).
+  from a cassette), ``floor`` (``bench_vcr.py``'s floor: the client around a transport that does nothing).
 """
 
 from __future__ import annotations
@@ -47,10 +47,12 @@ CONFIGS = (
     "requests-on",
     "requests-off",
     "requests-vcrpy",
+    "requests-floor",
     "httpx-memory",
     "httpx-on",
     "httpx-off",
     "httpx-vcrpy",
+    "httpx-floor",
 )
 
 
@@ -158,8 +160,9 @@ def child(config: str, work: Path, n: int) -> None:
         import bench_vcr
 
         client, how = config.split("-")
-        get, memory = bench_vcr._clients((work / "url").read_text())[client]
-        call = memory if how == "memory" else get
+        url = (work / "url").read_text()
+        get, memory = bench_vcr._clients(url)[client]
+        call = {"memory": memory, "floor": bench_vcr._floors(url)[client]}.get(how, get)
         if how in ("on", "off"):
             from otel_agent_replay import replay
 
@@ -190,8 +193,11 @@ def instructions(config: str, work: Path, n: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", nargs="*", choices=CONFIGS, default=list(CONFIGS))
+    parser.add_argument("--calls", type=int, default=LONG - SHORT, help="calls counted (long run - short run)")
     parser.add_argument("--child", nargs=3, metavar=("CONFIG", "DIR", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if not 0 < args.calls <= LONG - SHORT:
+        parser.error(f"--calls counts at most {LONG - SHORT} calls (the tapes hold {WARMUP + LONG} steps)")
     if args.child:
         child(args.child[0], Path(args.child[1]), int(args.child[2]))
         return 0
@@ -199,9 +205,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="callgrind-hit-") as folder:
         work = Path(folder)
         subprocess.run([sys.executable, __file__, "--child", "build", folder, "0"], check=True)
-        print(f"instructions per call (callgrind; ({LONG} calls - {SHORT} calls) / {LONG - SHORT})")
+        long = SHORT + args.calls
+        print(f"instructions per call (callgrind; ({long} calls - {SHORT} calls) / {args.calls})")
         for config in args.only:
-            per_call[config] = (instructions(config, work, LONG) - instructions(config, work, SHORT)) / (LONG - SHORT)
+            per_call[config] = (instructions(config, work, long) - instructions(config, work, SHORT)) / args.calls
             print(f"  {config:<16} {per_call[config]:>10,.0f}", flush=True)
     ratios = [
         ("hit-on", "bare", "hit, spans on, × bare span"),
@@ -212,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         for how in ("on", "off"):
             ratios.append((f"{client}-vcrpy", f"{client}-{how}", f"{client} vcrpy / tape, spans {how}"))
             ratios.append((f"{client}-{how}", f"{client}-memory", f"{client} tape, spans {how}, × memory"))
+        ratios.append((f"{client}-floor", f"{client}-memory", f"{client} floor × memory"))
+        ratios.append((f"{client}-vcrpy", f"{client}-floor", f"{client} vcrpy / floor (the ceiling)"))
     for top, bottom, label in ratios:
         if top in per_call and bottom in per_call:
             print(f"  {label:<34} {per_call[top] / per_call[bottom]:6.2f}x")

@@ -68,6 +68,28 @@ def _spec_for(route: Any, provider: str) -> Any:
     return spec
 
 
+_NO_ROUTE: Any = object()
+_matches: tuple[object, dict[tuple[str, str, str], Any]] = ((), {})
+"""The routes last matched against and, per method, host and path, what matched (``_NO_ROUTE``: nothing)."""
+
+
+def _matched(routes: tuple[Any, ...], request: Request) -> Any:
+    """``match`` remembered per method, host and path for the routes in force (a ``Matched`` is never changed)."""
+    global _matches
+    held, memo = _matches
+    if held is not routes:  # other routes (another replay's ``http_routes=``): start again
+        memo = {}
+        _matches = (routes, memo)
+    where = (request.method, request.host, request.path)
+    found = memo.get(where)
+    if found is None:
+        found = match(routes, *where)
+        if len(memo) > 10_000:  # an agent that walks an endless space of URLs: keep memory bounded
+            memo.clear()
+        memo[where] = _NO_ROUTE if found is None else found
+    return None if found is _NO_ROUTE else found
+
+
 def intercept(request: Request) -> Exchange | None:
     """What to do with a request: None to send it untouched, else the ``Exchange`` that records or answers it."""
     settings = _activation.settings()
@@ -80,7 +102,7 @@ def intercept(request: Request) -> Exchange | None:
             return None  # counted by the session; the socket guard lets it through too
     spec: Any = None
     args: dict[str, Any] | None = None
-    matched = match(settings.routes, request.method, request.host, request.path) if settings.routes else None
+    matched = _matched(settings.routes, request) if settings.routes else None
     if matched is not None:
         body = _json_body(request.body)
         if body is not None:
@@ -117,6 +139,9 @@ def response_result(status: int, headers: Any, content: bytes, started: float | 
 
 
 _divergences: weakref.WeakKeyDictionary[object, dict[str, BaseException]] = weakref.WeakKeyDictionary()
+_diverged: set[int] = set()
+"""The ids of replays that have diverged: a request of any other replay skips the weak mapping's look-up
+(an id reused by a later replay only sends it the long way, to ``_divergences``, which knows)."""
 
 
 class Exchange:
@@ -151,14 +176,19 @@ class Exchange:
         return hashlib.sha256(self.spec.name.encode() + text).hexdigest()
 
     def _seen(self) -> tuple[str, BaseException | None]:
+        if id(self.session) not in _diverged:  # no divergence in this replay yet: no key to compute
+            return "", None
         seen = _divergences.get(self.session)
-        if not seen:  # no divergence in this replay yet: no key to compute
+        if not seen:
             return "", None
         key = self._key()
         return key, seen.get(key)
 
     def _remember(self, key: str, exc: BaseException) -> None:
         _divergences.setdefault(self.session, {})[key or self._key()] = exc
+        if len(_diverged) > 10_000:  # ids of replays long gone: only makes the next look-ups take the long way
+            _diverged.clear()
+        _diverged.add(id(self.session))
 
     def answer(self, live: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """The recorded result for this request; ``live`` sends it for real when the replay lets it

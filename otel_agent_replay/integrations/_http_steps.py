@@ -93,21 +93,42 @@ def http_spec(request: Request, settings: HttpSettings) -> ToolSpec:
     return spec
 
 
+_queries: dict[str, tuple[tuple[str, str | tuple[str, ...]], ...]] = {}
+"""A query string's parameters, parsed once (an agent sends the same few queries again and again); a
+query that carries a credential is parsed every time rather than held here."""
+
+
+def _parsed_query(text: str) -> tuple[tuple[str, str | tuple[str, ...]], ...]:
+    found = _queries.get(text)
+    if found is not None:
+        return found
+    query: dict[str, Any] = {}
+    credential = False
+    for name, value in urllib.parse.parse_qsl(text, keep_blank_values=True):
+        if name.lower() in _URL_CREDENTIALS:
+            value = KEY_PLACEHOLDER
+            credential = True
+        if name in query:
+            held = query[name]
+            query[name] = (*held, value) if isinstance(held, tuple) else (held, value)
+        else:
+            query[name] = value
+    found = tuple(query.items())
+    if credential:  # not kept: the query string itself holds the credential
+        return found
+    if len(_queries) > 10_000:  # an agent that walks an endless space of URLs: keep memory bounded
+        _queries.clear()
+    _queries[text] = found
+    return found
+
+
 def http_args(request: Request) -> dict[str, Any]:
     """The arguments of an HTTP step: ``query`` (a name → its value, or its values when repeated) and
-    ``body`` (JSON, text, or ``{"sha256", "bytes"}``); absent when empty."""
+    ``body`` (JSON, text, or ``{"sha256", "bytes"}``); absent when empty. Each call gets its own
+    dicts and lists (the parse of a query string is remembered, its values are immutable)."""
     args: dict[str, Any] = {}
     if request.query:
-        query: dict[str, Any] = {}
-        for name, value in urllib.parse.parse_qsl(request.query, keep_blank_values=True):
-            if name.lower() in _URL_CREDENTIALS:
-                value = KEY_PLACEHOLDER
-            if name in query:
-                held = query[name]
-                query[name] = [*held, value] if isinstance(held, list) else [held, value]
-            else:
-                query[name] = value
-        args["query"] = query
+        args["query"] = {k: v if isinstance(v, str) else list(v) for k, v in _parsed_query(request.query)}
     if request.body:
         args["body"] = _body(request.body, request.headers.get("content-type", ""))
     return args

@@ -130,3 +130,28 @@ def test_an_adapter_that_builds_its_own_response_still_builds_it_on_replay(tape:
         assert len(server.requests) == before
     assert again.headers["x-built-by"] == live.headers["x-built-by"] == "marking"
     assert again.json() == live.json() and replayed.stats.hits == 1
+
+
+def test_replayed_responses_of_one_recorded_head_share_no_state(tape: Path) -> None:
+    # the head of a recorded answer (urllib3's response, requests' headers) is built once and copied into
+    # each response: what one response's reader or owner changes never reaches the next
+    with rest_server() as server:
+        url = f"{server.url}/items?q=item 2"
+        with record(tape), agent_run("rest"):
+            live = [requests.get(url, stream=n > 0) for n in range(3)]
+            expected = [r.content for r in live]
+        session = requests.Session()
+        with replay(tape) as replayed:
+            first = session.get(url)
+            first.headers["x-mine"] = "changed"
+            first.raw.headers["x-mine"] = "changed"
+            first.raw.close()
+            second = session.get(url, stream=True)
+            part = second.raw.read(5)
+            third = session.get(url, stream=True)
+    assert replayed.stats.hits == 3
+    assert "x-mine" not in second.headers and "x-mine" not in third.raw.headers
+    assert not second.raw.closed and third.raw.tell() == 0 and second.raw.tell() == 5
+    assert part + second.raw.read() == expected[1] and third.raw.read() == expected[2]
+    assert dict(third.headers) == dict(second.headers) and third.raw.status == second.raw.status == live[2].raw.status
+    assert third.raw.length_remaining == 0 and third.raw.url == live[2].raw.url

@@ -16,7 +16,7 @@ from opentelemetry import context as otel_context
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY  # what the SDK's span processors set
 
 from otel_agent_replay import agent_run, load_tape, record, replay, tool
-from otel_agent_replay.core import SideEffectRefused, TapeMiss
+from otel_agent_replay.core import SideEffectRefused, TapeDrift, TapeMiss
 from otel_agent_replay.core import attributes as A
 
 
@@ -194,3 +194,60 @@ def test_a_replayed_httpx_response_is_read_by_the_client_as_a_live_one_is(tape: 
         assert len(api.requests) == 2  # the replay sent nothing
     assert again == live and live[6] == (False, False)
     assert session.stats.hits == 2
+
+
+def test_replayed_httpx_responses_of_one_recorded_head_share_no_headers_or_arguments(tape: Path) -> None:
+    # the headers of a recorded head are made once per replay process and copied into each response,
+    # a query string is parsed once: nothing one response or call changes reaches the next
+    with rest_api() as api, httpx.Client() as client:
+        params = {"q": ["lamp", "desk"], "page": "2"}
+        with record(tape), agent_run("rest"):
+            live = [client.get(api.url + "/items", params=params) for _ in range(3)]
+        with replay(tape) as session:
+            first = client.get(api.url + "/items", params=params)
+            first.headers["x-mine"] = "changed"
+            del first.headers["content-type"]
+            session.view().calls_of(f"GET {api.authority}/items")[0].args["query"]["q"].append("chair")
+            second = client.get(api.url + "/items", params=params)
+            with client.stream("GET", api.url + "/items", params=params) as third:
+                third.headers["content-length"] = "0"
+                body = third.read()
+        called = session.view().calls_of(f"GET {api.authority}/items")
+    assert session.stats.hits == 3 and len(api.requests) == 3  # the replay sent nothing
+    assert "x-mine" not in second.headers and second.headers["content-type"] == live[1].headers["content-type"]
+    assert second.headers["content-length"] == str(len(live[1].content)) and body == live[2].content
+    assert [c.args["query"] for c in called[1:]] == [{"q": ["lamp", "desk"], "page": "2"}] * 2
+
+
+def test_a_request_sent_again_after_drift_gets_the_same_error_and_is_not_a_new_step(tape: Path) -> None:
+    # an SDK that retries a request the replay refused: the same error again, the divergence counted once;
+    # another replay (with its own drift) starts with nothing remembered
+    with rest_api() as api:
+        with record(tape), agent_run("rest"):
+            httpx.get(api.url + "/items", params={"q": "lamp"})
+        errors: list[BaseException] = []
+        for _ in range(2):
+            with pytest.raises(TapeDrift), replay(tape, allow_unused=True) as session:
+                for _ in range(3):
+                    try:
+                        httpx.get(api.url + "/items", params={"q": "desk"})
+                    except TapeDrift as exc:
+                        errors.append(exc)
+            assert session.stats.drifts == 1 and session.stats.hits == 0
+        assert len(api.requests) == 1  # the replays sent nothing
+    assert len(errors) == 6 and errors[0] is errors[1] is errors[2] and errors[3] is errors[4] is errors[5]
+    assert errors[0] is not errors[3]
+
+
+def test_a_query_string_is_parsed_once_unless_it_carries_a_credential() -> None:
+    from otel_agent_replay.integrations import _http_steps
+    from otel_agent_replay.integrations._request import Request
+
+    plain = Request("GET", "https", "api.example.com", None, "/v1/items", "q=lamp&q=desk&page=2")
+    signed = Request("GET", "https", "api.example.com", None, "/v1/items", "q=lamp&key=opaque-credential-value")
+    first, again = _http_steps.http_args(plain), _http_steps.http_args(plain)
+    assert first == again == {"query": {"q": ["lamp", "desk"], "page": "2"}}
+    assert first["query"]["q"] is not again["query"]["q"]  # each call its own lists
+    assert _http_steps.http_args(signed)["query"]["key"] != "opaque-credential-value"
+    assert plain.query in _http_steps._queries
+    assert not any("opaque-credential" in text for text in _http_steps._queries)  # the credential is not held

@@ -145,8 +145,26 @@ def build_response(module: ModuleType, result: object, request: Any, *, pace: bo
     body = parts[0] if len(parts) == 1 else b"".join(parts)
     # As the live transport answers: the head, and the body as an unread stream for the client to read
     # (so ``elapsed`` is set, ``client.stream()`` gets it unconsumed); its length as the server sends it.
-    headers["content-length"] = str(len(body))
-    return module.Response(recorded["status"], headers=headers, stream=module.ByteStream(body), request=request)
+    return module.Response(
+        recorded["status"], headers=_head(module, headers, len(body)), stream=module.ByteStream(body), request=request
+    )
+
+
+_heads: dict[tuple[str, int, tuple[tuple[str, str], ...]], Any] = {}
+
+
+def _head(module: ModuleType, headers: dict[str, str], length: int) -> Any:
+    """The recorded headers and the body's length as ``module.Headers``, made once per recorded head:
+    the response copies them (``Headers(headers)`` takes a list copy), so no request shares them."""
+    key = (module.__name__, length, tuple(headers.items()))
+    found = _heads.get(key)
+    if found is None:
+        headers["content-length"] = str(length)
+        found = module.Headers(headers)
+        if len(_heads) > 1_000:  # many different heads (a varying header, many sizes): keep memory bounded
+            _heads.clear()
+        _heads[key] = found
+    return found
 
 
 def _recorded(module: ModuleType, exchange: Exchange, response: Any) -> Any | None:

@@ -106,37 +106,102 @@ def _files_there(url: Any, verify: Any, cert: Any) -> bool:
     return all(isinstance(p, str) and os.path.exists(p) for p in paths)
 
 
+class _Head:
+    """What every response to one recorded head shares (its status, headers and body length, the request's
+    method): the raw's headers, requests' headers and encoding, and the ``urllib3.HTTPResponse`` built once
+    from them, whose state each response copies (``raw_for``) rather than building it again."""
+
+    __slots__ = ("encoding", "headers", "raw", "reason", "status", "store")
+
+    def __init__(self, module: Any, prepared: Any, result: dict[str, Any], length: int) -> None:
+        from urllib3 import HTTPHeaderDict
+
+        status = self.status = result["status"]
+        headers = HTTPHeaderDict()
+        for name, value in result_headers(result).items():
+            if name.lower() not in DROPPED:
+                headers.add(name, value)
+        headers.add("Content-Length", str(length))
+        self.headers = headers
+        self.reason = _reason(status)
+        self.raw: Any = None
+        self.raw = self._built(prepared, b"")
+        state = vars(self.raw)
+        shared = [v for k, v in state.items() if k not in _FRESH]
+        if not state.keys() >= _FRESH or not all(isinstance(v, _IMMUTABLE) for v in shared):
+            self.raw = None  # an urllib3 whose response holds other state of its own: built whole each time
+        cased = module.structures.CaseInsensitiveDict(headers)
+        self.store = cased._store  # requests' own mapping: lower-case name → (name, value), values immutable
+        self.encoding = module.utils.get_encoding_from_headers(cased)
+
+    def _built(self, prepared: Any, content: bytes) -> Any:
+        from urllib3 import HTTPResponse
+
+        return HTTPResponse(
+            body=io.BytesIO(content),
+            headers=self.headers.copy(),
+            status=self.status,
+            version=11,
+            version_string="HTTP/1.1",
+            reason=self.reason,
+            preload_content=False,
+            decode_content=False,
+            request_method=prepared.method,
+            request_url=prepared.path_url,  # what the adapter hands urllib3 (no proxy): the path
+        )
+
+    def raw_for(self, prepared: Any, content: bytes) -> Any:
+        """A ``urllib3.HTTPResponse`` of this head over ``content``, as ``HTTPResponse(...)`` makes it."""
+        template = self.raw
+        if template is None:
+            return self._built(prepared, content)
+        cls: Any = type(template)
+        raw = cls.__new__(cls)
+        state = vars(raw)
+        state.update(vars(template))
+        state["headers"] = self.headers.copy()
+        state["_fp"] = io.BytesIO(content)
+        state["_decoded_buffer"] = type(template._decoded_buffer)()
+        state["_request_url"] = prepared.path_url
+        return raw
+
+
+_IMMUTABLE = (type(None), bool, int, float, str, bytes)
+_FRESH = frozenset({"headers", "_fp", "_decoded_buffer", "_request_url"})
+"""The state of an ``urllib3.HTTPResponse`` each response gets its own of (the rest is immutable and copied)."""
+_heads: dict[tuple[Any, ...], _Head] = {}
+
+
+def _head(module: Any, prepared: Any, result: dict[str, Any], length: int) -> _Head:
+    recorded = result.get("headers")
+    try:
+        key = (result["status"], prepared.method, length, tuple(recorded.items()) if isinstance(recorded, dict) else ())
+        found = _heads.get(key)
+    except TypeError:  # a header value that is not hashable (not a tape we wrote): nothing to share
+        return _Head(module, prepared, result, length)
+    if found is None:
+        found = _Head(module, prepared, result, length)
+        if len(_heads) > 1_000:  # many different heads (a varying header, many sizes): keep memory bounded
+            _heads.clear()
+        _heads[key] = found
+    return found
+
+
 def _response(module: Any, adapter: Any, prepared: Any, result: dict[str, Any], stream: bool) -> Any:
     """The ``requests.Response`` the adapter builds from the answer ``http.client`` would read."""
-    from urllib3 import HTTPHeaderDict, HTTPResponse
-
-    status = result["status"]
-    content = b"".join(chunks(result))
-    headers = HTTPHeaderDict()
-    for name, value in result_headers(result).items():
-        if name.lower() not in DROPPED:
-            headers.add(name, value)
-    headers.add("Content-Length", str(len(content)))
-    reason = _reason(status)
-    raw = HTTPResponse(
-        # drained already when not streamed (Session.send reads the body at once): the body is in _content
-        body=io.BytesIO(content if stream else b""),
-        headers=headers,
-        status=status,
-        version=11,
-        version_string="HTTP/1.1",
-        reason=reason,
-        preload_content=False,
-        decode_content=False,
-        request_method=prepared.method,
-        request_url=prepared.url,
-    )
+    parts = chunks(result)
+    content = parts[0] if len(parts) == 1 else b"".join(parts)
+    head = _head(module, prepared, result, len(content))
+    # drained already when not streamed (Session.send reads the body at once): the body is in _content
+    raw = head.raw_for(prepared, content if stream else b"")
     response = module.Response()
-    response.status_code = status
-    response.headers = module.structures.CaseInsensitiveDict(raw.headers)
-    response.encoding = module.utils.get_encoding_from_headers(response.headers)
+    response.status_code = result["status"]
+    headers = module.structures.CaseInsensitiveDict()
+    headers._store = head.store.copy()
+    response.headers = headers
+    response.encoding = head.encoding
     response.raw = raw
-    response.reason = reason
+    response.reason = head.reason
     response.url = prepared.url.decode("utf-8") if isinstance(prepared.url, bytes) else prepared.url
     response.request = prepared
     response.connection = adapter
