@@ -66,10 +66,12 @@ from ._lock import LockHolder, TapeLock, lock_path
 from ._project import ProjectSettings, find_pyproject, project_settings
 from ._scope import Scope
 from ._text import CONTROL_CHARACTERS, visible
+from ._writing import DEFAULT_LOCK_TIMEOUT, Writing, hold_tape, lock_timeout_seconds
 
 __all__ = [
     "CONTROL_CHARACTERS",
     "DECLARABLE_SIDE_EFFECTS",
+    "DEFAULT_LOCK_TIMEOUT",
     "MAX_BLOB_BYTES",
     "MAX_LINE_BYTES",
     "AgentReplayError",
@@ -126,11 +128,14 @@ __all__ = [
     "Then",
     "ThenName",
     "UnknownAgent",
+    "Writing",
     "__version__",
     "attributes",
     "choice",
     "find_pyproject",
+    "hold_tape",
     "lock_path",
+    "lock_timeout_seconds",
     "open_regular",
     "project_settings",
     "read_regular",

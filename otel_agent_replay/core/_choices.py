@@ -227,6 +227,8 @@ C = TypeVar("C", bound=Choice)
 
 def choice(kind: type[C], value: object, call: str, option: str, *, allowed: tuple[C, ...] | None = None) -> C:
     """``value`` as a member of ``kind``, else a ``ConfigurationError``: ``call(option=value)`` and the choices."""
+    if type(value) is kind and (allowed is None or value in allowed):
+        return value  # already a member (options copied with replace() check theirs again)
     members = allowed if allowed is not None else tuple(kind)
     if isinstance(value, str):
         for member in members:

@@ -41,7 +41,7 @@ from otel_agent_replay.core import (
     TapeStale,
     project_settings,
 )
-from otel_agent_replay.replayer import Hints, ReplayOptions, ReplaySession, conform, load_tools, replay
+from otel_agent_replay.replayer import Hints, ReplaySession, conform, load_tools, replay
 
 from ._outcome import divergence_in, expectation_met, expected_errors, unmet
 from ._state import NOT_READY as _NOT_READY
@@ -95,6 +95,11 @@ def _conform(item: pytest.Item) -> None:
         pytest.fail(f"the live tools no longer answer like the fixtures on {len(tapes)} tape(s):\n{result}", False)
 
 
+_UNREAD: Any = object()
+_PROJECT_TAPES: pytest.StashKey[Path | None] = pytest.StashKey()
+"""``tapes_dir`` of the rootdir's pyproject.toml, read at the first test that needs it."""
+
+
 def _tapes_root(item: pytest.Item, module: Path) -> Path:
     """The tapes folder: the option (relative to the working folder), the ini value (relative to the ini
     file's folder), ``tapes_dir`` under ``[tool.otel-agent-replay]`` in pyproject.toml, else ``tapes``
@@ -107,7 +112,10 @@ def _tapes_root(item: pytest.Item, module: Path) -> Path:
     if ini:
         path = Path(ini)
         return path if path.is_absolute() or config.inipath is None else config.inipath.parent / path
-    configured = project_settings(Path(str(config.rootpath))).tapes_dir
+    configured = config.stash.get(_PROJECT_TAPES, _UNREAD)
+    if configured is _UNREAD:  # read once per session: the rootdir's settings do not move under it
+        configured = project_settings(Path(str(config.rootpath))).tapes_dir
+        config.stash[_PROJECT_TAPES] = configured
     if configured:
         return Path(configured)
     return module.parent / "tapes"
@@ -119,6 +127,11 @@ def tape_path_for(item: pytest.Item, given: str | None) -> Path:
     By default ``<tapes>/<module>/<Class>/<test>.jsonl``: the class (for tests in classes) keeps
     ``TestA::test_same`` and ``TestB::test_same`` apart.
     """
+    return _tape_paths(item, given)[0]
+
+
+def _tape_paths(item: pytest.Item, given: str | None) -> tuple[Path, Path]:
+    """``tape_path_for``'s path, and the same resolved (the tape lock's name)."""
     module = Path(str(item.path))
     root = _tapes_root(item, module)
     folder = root / safe_name(module.stem)
@@ -135,17 +148,35 @@ def tape_path_for(item: pytest.Item, given: str | None) -> Path:
             f"{item.nodeid}: {where} points outside the tapes folder {root} (resolved: {resolved}; a "
             "symlinked folder?); give a path relative to it, or remove the link"
         )
-    return resolved if given is not None else target
+    return (resolved if given is not None else target), resolved
 
 
-def _lock_tape(path: Path, nodeid: str, *, exclusive: bool) -> IO[str] | None:
+_lock_folders: dict[str, str] = {}
+"""The lock folder of each temporary folder, once it was made (made once per process, not per test)."""
+
+
+def _lock_file(key: str) -> IO[str]:
+    """The lock file named ``key`` in the temporary folder's ``otel-agent-replay-locks``, opened to append."""
+    temp = tempfile.gettempdir()
+    folder = _lock_folders.get(temp)
+    if folder is not None:
+        try:
+            return open(os.path.join(folder, f"{key}.lock"), "a+")
+        except FileNotFoundError:  # the folder was removed since (a cleaner of the temporary folder)
+            pass
+    folder = os.path.join(temp, "otel-agent-replay-locks")
+    os.makedirs(folder, exist_ok=True)
+    _lock_folders[temp] = folder
+    return open(os.path.join(folder, f"{key}.lock"), "a+")
+
+
+def _lock_tape(path: Path, nodeid: str, *, exclusive: bool, resolved: Path | None = None) -> IO[str] | None:
     """Lock the tape for this test: exclusive to record it, shared to replay it (a lock file in the
-    temporary folder, named by the tape's path). Another process recording it is a clear error."""
-    key = hashlib.sha256(str(path.resolve()).encode("utf-8")).hexdigest()[:24]
-    folder = Path(tempfile.gettempdir()) / "otel-agent-replay-locks"
+    temporary folder, named by the tape's resolved path, ``resolved`` when the caller has it). Another process
+    recording it is a clear error."""
+    key = hashlib.sha256(str(resolved or path.resolve()).encode("utf-8")).hexdigest()[:24]
     try:
-        folder.mkdir(exist_ok=True)
-        handle = (folder / f"{key}.lock").open("a+")
+        handle = _lock_file(key)
     except OSError:
         return None  # no lock folder we may write (another user's): the tape is used unlocked
     try:
@@ -195,18 +226,23 @@ def _repetitions(item: pytest.Item) -> tuple[int, float] | None:
 
 
 def _open(
-    item: pytest.Item, options: dict[str, Any], checks: dict[str, bool], given: str | None, path: Path | None = None
+    item: pytest.Item,
+    options: dict[str, Any],
+    checks: dict[str, bool],
+    given: str | None,
+    paths: tuple[Path, Path] | None = None,
+    hints: PytestHints | None = None,
 ) -> TapeState:
     """Open the test's replay (or recording) with the marker's options; a tape it cannot start raises.
-    ``path``: the test's tape path, when the caller has resolved it already."""
+    ``paths``: the test's tape path and its resolved form, ``hints`` the test's, when the caller has them."""
     config = item.config
     options = dict(options)
     mode = options.pop("mode", None) or config.getoption("agent_record_mode") or config.getini("agent_record_mode")
-    path = path or tape_path_for(item, given)
-    hints = PytestHints(runnable_id(item))
-    context = replay(path, ReplayOptions(hints=hints), mode=mode, **options)
+    path, resolved = paths or _tape_paths(item, given)
+    hints = options.pop("hints", None) or hints or PytestHints(runnable_id(item))  # the marker's hints= first
+    context = replay(path, hints=hints, mode=mode, **options)
     writes = context.options.records(path.exists()) or context.options.record_mode == RecordMode.NEW_EPISODES
-    lock = _lock_tape(path, item.nodeid, exclusive=writes)
+    lock = _lock_tape(path, item.nodeid, exclusive=writes, resolved=resolved)
     try:
         session = context.__enter__()
     except BaseException:
@@ -237,10 +273,11 @@ def tape_fixture(request: pytest.FixtureRequest) -> Iterator[ReplaySession]:
     options.pop("expect", None)
     config = request.config
     mode = options.get("mode") or config.getoption("agent_record_mode") or config.getini("agent_record_mode")
-    path = tape_path_for(request.node, given)
+    paths = _tape_paths(request.node, given)
+    path = paths[0]
     hints = PytestHints(runnable_id(request.node))
     try:
-        state = _open(request.node, options, checks, given, path)
+        state = _open(request.node, options, checks, given, paths, hints)
     except TapeNotFoundError:
         request.node.stash[_NOT_READY] = (
             f"no tape for this test at {path} (mode {mode!r}). Record it once, live: {hints.mode('once')}"

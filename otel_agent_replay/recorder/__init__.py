@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ._lock import DEFAULT_LOCK_TIMEOUT, Writing, hold_tape, lock_timeout_seconds
+from otel_agent_replay.core import DEFAULT_LOCK_TIMEOUT, Writing, hold_tape, lock_timeout_seconds
+
 from ._record import record
 from ._routing import Recording
 

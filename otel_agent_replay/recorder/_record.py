@@ -30,6 +30,7 @@ from opentelemetry.exporter.agent_replay_tape import TapeSpanExporter
 
 from otel_agent_replay.capture import DEFAULT_REDACTOR, BlobStore, Capture, KeyRules, Limits, Redactor, StandIns
 from otel_agent_replay.core import (
+    DEFAULT_LOCK_TIMEOUT,
     ConfigurationError,
     OtlpWarning,
     RecordingWarning,
@@ -37,6 +38,9 @@ from otel_agent_replay.core import (
     SideEffect,
     SideEffectName,
     TapeLock,
+    Writing,
+    hold_tape,
+    lock_timeout_seconds,
     project_settings,
 )
 from otel_agent_replay.instrumentation import (
@@ -55,7 +59,6 @@ from otel_agent_replay.integrations import (
 )
 from otel_agent_replay.proxy import JoinedBlock, close_block, open_block
 
-from ._lock import DEFAULT_LOCK_TIMEOUT, Writing, hold_tape, lock_timeout_seconds
 from ._routing import Recording, ensure_provider, router_for, set_up_here
 
 if TYPE_CHECKING:  # imported where used: a replay (or a test that only replays) loads no store and no OTLP exporter

@@ -3,7 +3,8 @@
 The new step joins the recorded run: same run_id, same trace, parented to the
 recorded run span, with a seq after the highest recorded one, so the next strict
 replay hits it. It is written through a tracer provider of its own whose only
-processor is the lossless tape processor, so it never mixes with the replay's spans.
+processor is the lossless tape processor, so it never mixes with the replay's spans. That provider (the
+OpenTelemetry SDK and the tape exporter) is imported with the first appender: a strict replay never needs it.
 """
 
 from __future__ import annotations
@@ -11,9 +12,6 @@ from __future__ import annotations
 import threading
 
 from opentelemetry import trace
-from opentelemetry.exporter.agent_replay_tape import TapeSpanExporter, TapeSpanProcessor
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import INVALID_SPAN, NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 
 from otel_agent_replay.capture import Capture, capture_result
@@ -53,6 +51,10 @@ class Appender:
     """Writes live steps into the recorded runs of one tape."""
 
     def __init__(self, tape_path: str, capture: Capture) -> None:
+        from opentelemetry.exporter.agent_replay_tape import TapeSpanExporter, TapeSpanProcessor
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+
         self.capture = capture
         self._provider = TracerProvider(resource=Resource.create())
         self._provider.add_span_processor(TapeSpanProcessor(TapeSpanExporter(tape_path)))

@@ -8,8 +8,16 @@ import os
 import threading
 from pathlib import Path
 
-from otel_agent_replay.core import RecordMode, TapeError, TapeLock, TapeNotFoundError, TapeStale, lock_path
-from otel_agent_replay.recorder import Writing, hold_tape
+from otel_agent_replay.core import (
+    RecordMode,
+    TapeError,
+    TapeLock,
+    TapeNotFoundError,
+    TapeStale,
+    Writing,
+    hold_tape,
+    lock_path,
+)
 from otel_agent_replay.tape import Run, Tape, load_tape
 from otel_agent_replay.timetravel import Edits, fork_tape_for
 

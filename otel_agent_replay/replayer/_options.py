@@ -14,6 +14,7 @@ from otel_agent_replay.capture import DEFAULT_REDACTOR, Redactor
 from otel_agent_replay.capture import expand as _expand
 from otel_agent_replay.core import (
     DECLARABLE_SIDE_EFFECTS,
+    DEFAULT_LOCK_TIMEOUT,
     ConfigurationError,
     DriftPolicy,
     DriftPolicyName,
@@ -39,10 +40,10 @@ from otel_agent_replay.core import (
     Then,
     ThenName,
     choice,
+    lock_timeout_seconds,
 )
 from otel_agent_replay.instrumentation import positive_seconds
 from otel_agent_replay.integrations import HttpRoute, mcp_side_effect_rules, side_effect_rules
-from otel_agent_replay.recorder import DEFAULT_LOCK_TIMEOUT, lock_timeout_seconds
 
 from ._messages import API_HINTS, Hints
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from contextvars import Token
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from otel_agent_replay.capture import Redactor
 from otel_agent_replay.core import (
@@ -55,7 +55,6 @@ from otel_agent_replay.instrumentation import (
 )
 from otel_agent_replay.integrations import HttpActivation, HttpRoute, activate
 from otel_agent_replay.proxy import BlockChildren, Spawner, close_block, open_block
-from otel_agent_replay.recorder import record
 from otel_agent_replay.seal import (
     install_child_watch,
     install_network_guard,
@@ -71,6 +70,9 @@ from . import _loading as tapes
 from ._messages import Hints
 from ._options import Overrides, ReplayOptions
 from ._session import ReplaySession
+
+if TYPE_CHECKING:
+    from otel_agent_replay.recorder import record
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,14 +268,7 @@ class replay(Scope[ReplaySession, _Entered]):
         if path is not None and options.records(path.exists()):
             if options.record_mode == RecordMode.ALL:
                 temp = path.with_name(f".{path.name}.recording-{os.getpid()}")
-            recorder = record(
-                temp or path,
-                redactor=options.redactor,
-                key_ignore=options.key_ignore,
-                http=False,
-                lock_timeout=options.lock_timeout,
-            )
-            recorder.__enter__()
+            recorder = _recorder(temp or path, options)
             session = ReplaySession(options, None, str(path), recording=True)
         else:
             tape = self.source if isinstance(self.source, Tape) else tapes.load(path, options)
@@ -282,14 +277,7 @@ class replay(Scope[ReplaySession, _Entered]):
             tapes.check_not_empty(tape, options)
             fork_tape = tapes.fork_tape(options, tape)
             if fork_tape is not None:  # the replayed (forked) run is written there, as a tape of its own
-                recorder = record(
-                    fork_tape,
-                    redactor=options.redactor,
-                    key_ignore=options.key_ignore,
-                    http=False,
-                    lock_timeout=options.lock_timeout,
-                )
-                recorder.__enter__()
+                recorder = _recorder(fork_tape, options)
             session = ReplaySession(options, tape, tape.path, recording=False, fork_tape=fork_tape)
             replay_started(session)
         token = current_replay.set(session)
@@ -352,3 +340,19 @@ class replay(Scope[ReplaySession, _Entered]):
         finally:
             if entered.still:
                 heap.held_still.exit()
+
+
+def _recorder(path: Path, options: ReplayOptions) -> record:
+    """A recording of ``path`` under the replay's rules, entered. The recorder (and the OpenTelemetry SDK it
+    brings) is imported here, at the first replay that records: a strict replay never pays for it."""
+    from otel_agent_replay.recorder import record
+
+    recorder = record(
+        path,
+        redactor=options.redactor,
+        key_ignore=options.key_ignore,
+        http=False,
+        lock_timeout=options.lock_timeout,
+    )
+    recorder.__enter__()
+    return recorder

@@ -13,7 +13,8 @@ import os
 import warnings
 from dataclasses import dataclass
 
-from otel_agent_replay.core import ConfigurationError, LockHolder, TapeLock, TapeWarning
+from ._errors import ConfigurationError, TapeWarning
+from ._lock import LockHolder, TapeLock
 
 _log = logging.getLogger(__name__)
 
