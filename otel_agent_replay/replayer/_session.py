@@ -410,13 +410,19 @@ class ReplaySession:
         )
 
 
-def _recorded_texts(tape: Tape) -> Iterator[str]:
+def _recorded_texts(tape: Tape) -> frozenset[str]:
     """The argument texts of the tape's own steps: those with a recorded call key, whose arguments passed our
-    redaction (a step another tool wrote has none, and its arguments may not have)."""
-    for run in tape.runs:
-        for step in run.steps:
-            if step.attributes.get(CALL_KEY):
-                yield step.args_json
+    redaction (a step another tool wrote has none, and its arguments may not have). Made once per loaded tape
+    (``Tape.derived``): every step is read, so a session on a large tape would otherwise pay a scan of it on
+    its first call, and the same tape is replayed by session after session (a suite, repetitions)."""
+    texts = tape.derived.get(_RECORDED_TEXTS)
+    if texts is None:
+        texts = frozenset(step.args_json for run in tape.runs for step in run.steps if step.attributes.get(CALL_KEY))
+        tape.derived[_RECORDED_TEXTS] = texts
+    return texts
+
+
+_RECORDED_TEXTS = "recorded_args"
 
 
 def _blocked(ledger: Ledger, error: NetworkBlocked) -> None:

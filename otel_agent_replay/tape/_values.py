@@ -218,6 +218,9 @@ class Tape:
     path: str
     runs: tuple[Run, ...]
     warnings: tuple[str, ...] = ()
+    derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """What replays derive from the whole tape, made once per loaded tape and kept while it lives (the
+    recorded argument texts: ``replayer``), so a replay session does not scan every step again."""
 
     def run(self, run_id: str) -> Run:
         """The run with this run_id; ``KeyError`` names the run ids there are."""

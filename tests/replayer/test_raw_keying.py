@@ -77,3 +77,32 @@ def test_a_live_secret_is_still_redacted_to_key_its_call(tmp_path: Path) -> None
     # the live call holds the real secret, which is not the tape's text: it takes the detector's path, and its
     # redacted key is the recorded one, so the strict replay passes
     assert _run(script, tape, "replay", 3, "secret") == "built"
+
+
+def test_the_recorded_argument_texts_are_made_once_per_loaded_tape_not_per_session(tmp_path: Path) -> None:
+    from otel_agent_replay import agent_run, load_tape, record, replay, tool
+
+    @tool(side_effect="read_only")
+    def lookup(order: str) -> dict[str, str]:
+        return {"order": order, "status": "shipped"}
+
+    orders = [f"o-{n}" for n in range(30)]
+    path = tmp_path / "orders.jsonl"
+    with record(path), agent_run("orders"):
+        for order in orders:
+            lookup(order=order)
+    tape = load_tape(path)
+    assert tape.derived == {}  # a loaded tape that no replay has asked of holds nothing derived
+    made = []
+    for _ in range(3):  # session after session (a suite's tests, repetitions) replays the same loaded tape
+        with replay(tape), agent_run("orders"):
+            assert [lookup(order=order)["order"] for order in orders] == orders
+        made.append(tape.derived["recorded_args"])
+    assert all(texts is made[0] for texts in made)  # one set, made by the first session's first call
+    assert len(made[0]) == len(orders)
+    assert all(any(f'"{order}"' in text for text in made[0]) for order in orders)
+    again = load_tape(path)  # another load is another tape: its own set, equal in content
+    with replay(again, allow_unused=True), agent_run("orders"):
+        lookup(order=orders[0])
+    assert again.derived["recorded_args"] == made[0] and again.derived["recorded_args"] is not made[0]
+    assert tape == again  # what is derived takes no part in a tape's equality
