@@ -6,14 +6,10 @@ The first names are the public ones (``Redactor``, ``Limits``); the rest serve t
 from __future__ import annotations
 
 from ._canonical import (
-    Binder,
-    bind_arguments,
     canonical_json,
-    context_parameters,
     dumps_canonical,
     hash_text,
     key_from_json,
-    make_binder,
     normalize,
     to_jsonable,
 )
@@ -45,6 +41,7 @@ from ._rebuild import loaded_class, rebuild_exception_as
 from ._rebuilders import rebuild
 from ._recorded import RecordedArgs
 from ._redact import DEFAULT_REDACTOR, KEY_PLACEHOLDER, PII_NAMES, Redactor
+from ._signature import Binder, bind_arguments, context_parameters, make_binder
 from ._standin import MARKER, StandIns, StandInTable
 
 __all__ = [

@@ -63,7 +63,7 @@ class ToolSpec:
     """Whether code or the live world says ``side_effect`` (False: only a tape's text does, as for an MCP
     tool listed read-only by a tape with no live server to ask; served from the tape, never run live)."""
     binder: Binder = field(init=False, compare=False, repr=False)
-    """Binds a call to the signature (see ``canonical.make_binder``); made from the fields above."""
+    """Binds a call to the signature (see ``capture.make_binder``); made from the fields above."""
     # Derived once, so the step path compares a bool and writes plain strings (an enum's class
     # attribute costs ~50 ns a lookup, ``.value`` ~80 ns).
     is_llm: bool = field(init=False, compare=False, repr=False)

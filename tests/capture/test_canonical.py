@@ -15,15 +15,8 @@ import orjson
 import pydantic
 import pytest
 
-from otel_agent_replay.capture._canonical import (
-    bind_arguments,
-    call_key,
-    canonical_json,
-    context_parameters,
-    make_binder,
-    to_jsonable,
-    to_jsonable_walk,
-)
+from otel_agent_replay.capture._canonical import call_key, canonical_json, to_jsonable, to_jsonable_walk
+from otel_agent_replay.capture._signature import bind_arguments, context_parameters, make_binder
 
 
 def test_dict_key_order_gives_one_key() -> None:
