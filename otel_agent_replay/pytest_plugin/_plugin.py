@@ -21,16 +21,12 @@ the fixture or the ``agent_conform`` marker.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import os
 import shlex
-import tempfile
-import time
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
@@ -39,14 +35,14 @@ from otel_agent_replay.core import (
     RecordMode,
     TapeNotFoundError,
     TapeStale,
-    project_settings,
 )
 from otel_agent_replay.replayer import Hints, ReplaySession, conform, load_tools, replay
 
 from ._outcome import divergence_in, expectation_met, expected_errors, unmet
 from ._state import NOT_READY as _NOT_READY
 from ._state import STATE as _STATE
-from ._state import TapeState, safe_name
+from ._state import TapeState
+from ._tapes import lock_tape, tape_path_for, tape_paths, unlock
 
 
 @dataclass(frozen=True)
@@ -95,116 +91,6 @@ def _conform(item: pytest.Item) -> None:
         pytest.fail(f"the live tools no longer answer like the fixtures on {len(tapes)} tape(s):\n{result}", False)
 
 
-_UNREAD: Any = object()
-_PROJECT_TAPES: pytest.StashKey[Path | None] = pytest.StashKey()
-"""``tapes_dir`` of the rootdir's pyproject.toml, read at the first test that needs it."""
-
-
-def _tapes_root(item: pytest.Item, module: Path) -> Path:
-    """The tapes folder: the option (relative to the working folder), the ini value (relative to the ini
-    file's folder), ``tapes_dir`` under ``[tool.otel-agent-replay]`` in pyproject.toml, else ``tapes``
-    beside the test module."""
-    config = item.config
-    option = config.getoption("agent_tapes_dir")
-    if option:
-        return Path(option)
-    ini = config.getini("agent_tapes_dir")
-    if ini:
-        path = Path(ini)
-        return path if path.is_absolute() or config.inipath is None else config.inipath.parent / path
-    configured = config.stash.get(_PROJECT_TAPES, _UNREAD)
-    if configured is _UNREAD:  # read once per session: the rootdir's settings do not move under it
-        configured = project_settings(Path(str(config.rootpath))).tapes_dir
-        config.stash[_PROJECT_TAPES] = configured
-    if configured:
-        return Path(configured)
-    return module.parent / "tapes"
-
-
-def tape_path_for(item: pytest.Item, given: str | None) -> Path:
-    """Where a test's tape lives; it must stay inside the tapes folder (a symlinked folder included).
-
-    By default ``<tapes>/<module>/<Class>/<test>.jsonl``: the class (for tests in classes) keeps
-    ``TestA::test_same`` and ``TestB::test_same`` apart.
-    """
-    return _tape_paths(item, given)[0]
-
-
-def _tape_paths(item: pytest.Item, given: str | None) -> tuple[Path, Path]:
-    """``tape_path_for``'s path, and the same resolved (the tape lock's name)."""
-    module = Path(str(item.path))
-    root = _tapes_root(item, module)
-    folder = root / safe_name(module.stem)
-    if given is None:
-        classes = item.nodeid.split("::")[1:-1]
-        target = folder.joinpath(*(safe_name(c) for c in classes), f"{safe_name(item.name)}.jsonl")
-        where = "its default tape path"
-    else:
-        target = folder / given
-        where = f"@pytest.mark.agent_tape({given!r})"
-    resolved = target.resolve()
-    if not resolved.is_relative_to(root.resolve()):
-        raise ConfigurationError(
-            f"{item.nodeid}: {where} points outside the tapes folder {root} (resolved: {resolved}; a "
-            "symlinked folder?); give a path relative to it, or remove the link"
-        )
-    return (resolved if given is not None else target), resolved
-
-
-_lock_folders: dict[str, str] = {}
-"""The lock folder of each temporary folder, once it was made (made once per process, not per test)."""
-
-
-def _lock_file(key: str) -> IO[str]:
-    """The lock file named ``key`` in the temporary folder's ``otel-agent-replay-locks``, opened to append."""
-    temp = tempfile.gettempdir()
-    folder = _lock_folders.get(temp)
-    if folder is not None:
-        try:
-            return open(os.path.join(folder, f"{key}.lock"), "a+")
-        except FileNotFoundError:  # the folder was removed since (a cleaner of the temporary folder)
-            pass
-    folder = os.path.join(temp, "otel-agent-replay-locks")
-    os.makedirs(folder, exist_ok=True)
-    _lock_folders[temp] = folder
-    return open(os.path.join(folder, f"{key}.lock"), "a+")
-
-
-def _lock_tape(path: Path, nodeid: str, *, exclusive: bool, resolved: Path | None = None) -> IO[str] | None:
-    """Lock the tape for this test: exclusive to record it, shared to replay it (a lock file in the
-    temporary folder, named by the tape's resolved path, ``resolved`` when the caller has it). Another process
-    recording it is a clear error."""
-    key = hashlib.sha256(str(resolved or path.resolve()).encode("utf-8")).hexdigest()[:24]
-    try:
-        handle = _lock_file(key)
-    except OSError:
-        return None  # no lock folder we may write (another user's): the tape is used unlocked
-    try:
-        fcntl.flock(handle, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
-    except OSError:
-        holder = ""
-        for _ in range(40):  # the holder writes its name just after it takes the lock: give it a moment
-            handle.seek(0)
-            holder = handle.read().strip()
-            if holder:
-                break
-            time.sleep(0.025)
-        handle.close()
-        holder = holder or "another process"
-        doing = "record" if exclusive else "replay"
-        raise ConfigurationError(
-            f"{nodeid}: cannot {doing} the tape {path}: it is in use by {holder}, and one of you is recording "
-            "it. Two tests (or two pytest-xdist workers) must not record one tape at once: give each test its "
-            "own tape (the default path), or keep them in one worker (pytest-xdist's --dist loadfile)"
-        ) from None
-    if exclusive:
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{nodeid} (pid {os.getpid()})")
-        handle.flush()
-    return handle
-
-
 _CHECKS = ("fail_on_live_calls", "fail_on_side_effects", "fail_on_drift", "fail_on_unused")
 _REPEATING: dict[str, Any] = {"models": "live", "on_drift": "count", "on_miss": "error_result", "side_effects": "stub"}
 """The replay options of ``repeat=`` (each one the marker may set otherwise)."""
@@ -238,15 +124,15 @@ def _open(
     config = item.config
     options = dict(options)
     mode = options.pop("mode", None) or config.getoption("agent_record_mode") or config.getini("agent_record_mode")
-    path, resolved = paths or _tape_paths(item, given)
+    path, resolved = paths or tape_paths(item, given)
     hints = options.pop("hints", None) or hints or PytestHints(runnable_id(item))  # the marker's hints= first
     context = replay(path, hints=hints, mode=mode, **options)
     writes = context.options.records(path.exists()) or context.options.record_mode == RecordMode.NEW_EPISODES
-    lock = _lock_tape(path, item.nodeid, exclusive=writes, resolved=resolved)
+    lock = lock_tape(path, item.nodeid, exclusive=writes, resolved=resolved)
     try:
         session = context.__enter__()
     except BaseException:
-        _unlock(lock)
+        unlock(lock)
         raise
     return TapeState(context, session, checks, lock=lock, options=options, given=given)
 
@@ -273,7 +159,7 @@ def tape_fixture(request: pytest.FixtureRequest) -> Iterator[ReplaySession]:
     options.pop("expect", None)
     config = request.config
     mode = options.get("mode") or config.getoption("agent_record_mode") or config.getini("agent_record_mode")
-    paths = _tape_paths(request.node, given)
+    paths = tape_paths(request.node, given)
     path = paths[0]
     hints = PytestHints(runnable_id(request.node))
     try:
@@ -297,17 +183,12 @@ def tape_fixture(request: pytest.FixtureRequest) -> Iterator[ReplaySession]:
             _close_quietly(state)
 
 
-def _unlock(lock: IO[str] | None) -> None:
-    if lock is not None:
-        lock.close()  # closing the file releases its flock
-
-
 def _close_quietly(state: TapeState) -> None:
     try:
         with contextlib.suppress(Exception):  # the test already failed; its own error is what to show
             state.context.__exit__(RuntimeError, RuntimeError("the test failed"), None)
     finally:
-        _unlock(state.lock)
+        unlock(state.lock)
 
 
 def _finish(state: TapeState, failed: bool) -> None:
@@ -320,7 +201,7 @@ def _finish(state: TapeState, failed: bool) -> None:
     try:
         state.context.__exit__(None, None, None)  # raises on drift, misses, unused (strict)
     finally:
-        _unlock(state.lock)
+        unlock(state.lock)
     session, checks = state.session, state.checks
     if session.recording:
         return

@@ -95,8 +95,8 @@ HOLD_LOCK = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from otel_agent_replay.pytest_plugin._plugin import _lock_tape
-    lock = _lock_tape(Path(sys.argv[1]), "test_other.py::test_writer", exclusive=True)
+    from otel_agent_replay.pytest_plugin._tapes import lock_tape
+    lock = lock_tape(Path(sys.argv[1]), "test_other.py::test_writer", exclusive=True)
     print("locked", flush=True)
     time.sleep(60)
     """
