@@ -17,11 +17,12 @@ import uuid
 from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import PurePath
-from typing import Any, Final
+from typing import Any
 
 import orjson
 
 from ._flat import FLOAT_DIGITS as FLOAT_DIGITS
+from ._flat import INT_RANGE as INT_RANGE
 from ._flat import flat_json
 
 JSONValue = Any
@@ -145,10 +146,6 @@ def to_jsonable_walk(value: object) -> JSONValue:
         return _jsonable(value, 0, set())
     except Exception:
         return _typed_repr(value)
-
-
-INT_RANGE: Final = range(-(2**63), 2**64)
-"""The integers orjson writes as JSON numbers; others are kept as their decimal text (see ``to_jsonable``)."""
 
 
 def _jsonable(value: object, depth: int, seen: set[int]) -> JSONValue:

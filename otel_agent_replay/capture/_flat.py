@@ -7,14 +7,15 @@ A call's arguments are mostly a few names bound to text and numbers. ``to_jsonab
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Final
 
 JSONValue = Any
 
 FLOAT_DIGITS = 6
 """Floats in call keys are rounded to this many digits (``normalize``)."""
 
-_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # what orjson writes as a JSON integer
+INT_RANGE: Final = range(-(2**63), 2**64)
+"""The integers orjson writes as JSON numbers; others are kept as their decimal text (see ``to_jsonable``)."""
 
 
 def flat_json(value: dict[Any, Any], normal: bool) -> dict[str, JSONValue] | None:
@@ -32,7 +33,7 @@ def flat_json(value: dict[Any, Any], normal: bool) -> dict[str, JSONValue] | Non
                 return None
             out[key] = item.strip() if normal else item
         elif kind is int:
-            if not _INT_MIN <= item <= _INT_MAX:
+            if item not in INT_RANGE:
                 return None
             out[key] = item
         elif kind is float:

@@ -54,15 +54,26 @@ def string_at(text: str, pos: int, cursor: list[int]) -> tuple[int, int] | None:
     cursor[0], cursor[1] = pos, quotes
     if quotes % 2 == 0 and text[pos] != '"':
         return None
-    start = pos if text[pos] == '"' and quotes % 2 == 0 else text.rfind('"', 0, pos)
-    while start > 0 and text[start - 1] == "\\":
-        start = text.rfind('"', 0, start - 1)
-    end = text.find('"', start + 1)
-    while end > 0 and text[end - 1] == "\\":
-        end = text.find('"', end + 1)
+    start = opening_quote(text, pos if text[pos] == '"' and quotes % 2 == 0 else text.rfind('"', 0, pos))
+    end = closing_quote(text, start + 1)
     if start < 0 or end < 0:
         return None
     return start, end
+
+
+def opening_quote(text: str, found: int) -> int:
+    """``found`` (a quote's position, or -1), or the nearest quote before it that no backslash precedes."""
+    while found > 0 and text[found - 1] == "\\":
+        found = text.rfind('"', 0, found - 1)
+    return found
+
+
+def closing_quote(text: str, at: int) -> int:
+    """The first quote from ``at`` on that no backslash precedes, or -1."""
+    end = text.find('"', at)
+    while end > 0 and text[end - 1] == "\\":
+        end = text.find('"', end + 1)
+    return end
 
 
 def entropy_under(text: str, start: int) -> bool:

@@ -27,6 +27,7 @@ from typing import Final
 
 import orjson
 
+from ._jsontext import closing_quote, opening_quote
 from ._redact_rules import CompiledRules
 from ._scan import scan_text
 
@@ -121,12 +122,8 @@ def clean_at(compiled: CompiledRules, text: str, at: int, plain: bool) -> bool:
     hit needs neither its string's bounds from the quote count nor its key: one look at its line. ``plain``:
     the document has no ``%`` and no ``&`` (``_decoded_whole`` is then False for every string)."""
     find, rfind = text.find, text.rfind
-    start = rfind('"', 0, at)
-    while start > 0 and text[start - 1] == "\\":
-        start = rfind('"', 0, start - 1)
-    end = find('"', at)
-    while end > 0 and text[end - 1] == "\\":
-        end = find('"', end + 1)
+    start = opening_quote(text, rfind('"', 0, at))
+    end = closing_quote(text, at)
     if start < 0 or end < 0:
         return False
     line_start = rfind("\\n", start + 1, at + 1)

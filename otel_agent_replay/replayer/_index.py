@@ -211,14 +211,7 @@ def recorded_result(step: Step, tape_path: str | None, hint: Any = None) -> Any:
     from the type description recorded beside the JSON; the JSON comes from the blob store
     beside the tape when it was shortened.
     """
-    if step.result_truncated or step.result_json is None:
-        value = recorded_json(step, tape_path)
-    else:  # ``recorded_json``'s usual case, inline: a hit's result is parsed here, once per call
-        try:
-            value = orjson.loads(step.result_json)
-        except orjson.JSONDecodeError:
-            value = step.result_json  # foreign spans may carry plain text where we write JSON
-    return rebuild(value, hint, recorded_type(step) if A.RESULT_TYPE in step.attributes else None)
+    return rebuild(recorded_json(step, tape_path), hint, recorded_type(step))
 
 
 def recorded_type(step: Step) -> Description:

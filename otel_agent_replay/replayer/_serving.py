@@ -215,8 +215,7 @@ class Serving:
             self.hit.fail(exc)
 
     def done(self, result: object) -> None:
-        if self.decision.step is not None:  # ``_ended``, inline: every hit ends here
-            self.bound.served(self.decision.step)
+        self._ended()
         self.session._observe(self.spec, self.prep, result, None)
         if self.pending is not None:
             self.pending.finish(result)
