@@ -136,8 +136,8 @@ def clean_at(compiled: CompiledRules, text: str, at: int, plain: bool) -> bool:
         return False  # not a line of a string after all (text with an escaped backslash, which is walked)
     if not plain and _decoded_whole(text, start, end):
         return False
-    lowered = text[start:end].lower()
-    return not any(word in lowered for word in _WHOLE_WORDS)
+    lowered = text[start:end].lower()  # (the words of ``_WHOLE_WORDS``, spelled out: a generator costs more here)
+    return not ("machine" in lowered or "login" in lowered or "-----begin" in lowered)
 
 
 def _decoded_whole(text: str, start: int, end: int) -> bool:

@@ -35,11 +35,12 @@ from ._context import TRIGGERS
 from ._decoded import base64_text
 from ._detector import DETECTOR
 from ._entropy import MIN_RUN, RUN, high_entropy_spans
-from ._jsontext import entropy_under, escaped, json_inside, string_at
+from ._jsontext import entropy_under, escaped, has_string_list, json_inside, string_at
 from ._linewise import UNCHANGED, WholeWords, clean_at, scan_lines
 from ._precheck import keys_hit
 from ._redact_rules import CompiledRules
 from ._scan import scan_text
+from ._tokenruns import runs
 from ._value_patterns import FIELD_TRIGGERS
 
 __all__ = ["dirty_positions", "redact_json"]
@@ -201,10 +202,11 @@ def dirty_positions(
 
 
 def _run_positions(compiled: CompiledRules, text: str, data: bytes) -> list[int]:
-    """Where the runs of 16 or more token characters of ASCII JSON text hold a finding: one loop of ``bytes.find``
-    over the translated text, each run looked up with the character before it (``_verdict``), so the letters of an
-    escape (``\\n``, ``\\u00e9``) are cut off once per distinct run, not on every sight. (Where text holds an escaped
-    backslash, a backslash before a run may not start an escape; such text is walked whatever is found here.)"""
+    """Where the runs of 16 or more token characters of ASCII JSON text hold a finding: the runs of the translated
+    text found and looked up with the character before each (``_tokenruns.runs``, in C where built); a run not seen
+    before is judged (``_verdict``), so the letters of an escape (``\\n``, ``\\u00e9``) are cut off once per
+    distinct run, not on every sight. (Where text holds an escaped backslash, a backslash before a run may not
+    start an escape; such text is walked whatever is found here.)"""
     found: list[int] = []
     if len(data) <= _SMALL and b"-" in data:
         # A small document's fixed cost is its runs, one look-up each: its UUIDs (no key and no base64 of text by
@@ -213,21 +215,17 @@ def _run_positions(compiled: CompiledRules, text: str, data: bytes) -> list[int]
         mapped = data.translate(_HEX_RUNS).replace(_UUID_RUN, b" " * len(_UUID_RUN)).translate(_H_TO_A)
     else:
         mapped = data.translate(_TO_RUNS)
-    find = mapped.find
-    size = len(mapped)
+    unknown, dirty = runs(mapped, data, 16, _RUN_VERDICTS)
+    for at, verdict in dirty:
+        found.extend(at + offset for offset in verdict)
     get = _RUN_VERDICTS.get
-    at = find(_RUN_NEEDLE)
-    while at >= 0:
-        end = find(b" ", at + 16)
-        if end < 0:
-            end = size
-        key = text[at - 1 : end] if at else " " + text[:end]
-        verdict = get(key)
-        if verdict is None:
-            verdict = _verdict(compiled, key)
-        if verdict:
-            found.extend(at + offset for offset in verdict)
-        at = find(_RUN_NEEDLE, end)
+    for at, key in unknown:
+        known = get(key)  # (a key seen earlier in this document has its verdict by now)
+        judged = _verdict(compiled, key) if known is None else known
+        if judged:
+            found.extend(at + offset for offset in judged)
+    if dirty and unknown:
+        found.sort()  # in the text's order, as the runs are
     return found
 
 
@@ -288,7 +286,7 @@ def needs_structure(compiled: CompiledRules, text: str, names: Collection[str] |
     """Whether redacting ``text`` needs the value's structure (the walk), not only its strings."""
     if structure or not compiled.defaults:  # (an escaped backslash is in ``structure``: ``_BACKSLASH``)
         return True
-    if "[" in text and '["' in text:  # (one-character searches first: they are memchr's)
+    if has_string_list(text):
         for match in _SHORT_LIST.finditer(text):
             if " " in match.group() or "\\n" in match.group():
                 return True  # a list of short text pieces: a stream's deltas, read whole by the walk

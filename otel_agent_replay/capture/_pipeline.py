@@ -26,6 +26,7 @@ from ._canonical import (
     to_jsonable,
 )
 from ._describe import describe, plain_json_names
+from ._jsontext import has_escaped_quote
 from ._keys import NO_RULES, KeyRules
 from ._payload import BlobStore, Limits, cap_json, shorten_strings
 from ._recorded import RecordedArgs
@@ -218,7 +219,7 @@ def capture_result(result: object, capture: Capture) -> CapturedResult:
 def _no_long_string(text: str, limit: int) -> bool:
     """Whether no string of compact JSON ``text`` can be longer than ``limit`` (no stretch between two quotes
     is); text with escaped quotes is not decided here (False), as a string may then span several stretches."""
-    if '\\"' in text:
+    if has_escaped_quote(text):
         return False
     # A stretch longer than ``limit`` holds a whole window of ``limit // 2`` characters starting at a multiple
     # of it: when every such window has a quote, no stretch is that long (a few ``find``s, no split of the text).

@@ -17,6 +17,7 @@ from helpers.secret_corpus import CORPUS
 from otel_agent_replay.capture import DEFAULT_REDACTOR
 from otel_agent_replay.capture import _onepass as onepass
 from otel_agent_replay.capture._describe import plain_json_names
+from otel_agent_replay.capture._linewise import _WHOLE_WORDS, clean_at
 from otel_agent_replay.capture._onepass import redact_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
@@ -120,6 +121,17 @@ def test_a_netrc_is_still_read_whole_when_its_password_line_is_clean_alone() -> 
     value = {"netrc": f"machine db.example.com\n  login deploy\n  {body}"}
     out = _decided(value)
     assert "Zq8vR2mW5tK9pX3n" not in out and out == _walked(value)
+
+
+@pytest.mark.parametrize("word", _WHOLE_WORDS)
+@pytest.mark.parametrize("case", [str.lower, str.upper, str.title])
+def test_a_hit_in_a_string_holding_a_word_read_whole_is_never_settled_on_its_line(word: str, case: object) -> None:
+    assert callable(case)
+    text = orjson.dumps({"f": f"DATABASE_PASSWORD: ${{DATABASE_PASSWORD}}\nhost db\n{case(word)} x"}).decode()
+    at = text.index("PASSWORD")
+    assert not clean_at(COMPILED, text, at, True)
+    plain = text.replace(case(word), "x" * len(word))
+    assert clean_at(COMPILED, plain, plain.index("PASSWORD"), True)  # the same string without the word: settled
 
 
 def _json_texts(rng: random.Random) -> list[str]:

@@ -1,0 +1,3 @@
+def runs(
+    mapped: bytes, data: bytes, min_len: int, verdicts: dict[str, tuple[int, ...]], /
+) -> tuple[list[tuple[int, str]], list[tuple[int, tuple[int, ...]]]]: ...
