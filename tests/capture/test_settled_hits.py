@@ -183,6 +183,7 @@ def test_a_small_documents_uuids_blanked_before_the_run_loop_change_no_finding(m
             continue
         data = text.encode("ascii")
         monkeypatch.setattr(onepass, "_SMALL", 1 << 20)
+        monkeypatch.setattr(onepass, "_BLANK_UUIDS", True)
         small = onepass._run_positions(COMPILED, text, data)
-        monkeypatch.setattr(onepass, "_SMALL", 0)
+        monkeypatch.setattr(onepass, "_BLANK_UUIDS", False)
         assert small == onepass._run_positions(COMPILED, text, data), text
