@@ -18,7 +18,25 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
+
+/* Whether every byte is below 128 (the keys are made as ASCII str), eight bytes at a time. */
+static int
+is_ascii(const unsigned char *bytes, Py_ssize_t size)
+{
+    uint64_t seen = 0;
+    Py_ssize_t k = 0;
+    for (; k + 8 <= size; k += 8) {
+        uint64_t word;
+        memcpy(&word, bytes + k, 8);
+        seen |= word;
+    }
+    for (; k < size; k++) {
+        seen |= bytes[k];
+    }
+    return (seen & 0x8080808080808080ULL) == 0;
+}
 
 static PyObject *
 make_key(const char *data, Py_ssize_t at, Py_ssize_t end)
@@ -66,11 +84,9 @@ runs(PyObject *module, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "runs: mapped and data must have one length, min_len at least 1");
         goto done;
     }
-    for (Py_ssize_t k = 0; k < data_view.len; k++) {
-        if (((const unsigned char *)data_view.buf)[k] > 127) {
-            PyErr_SetString(PyExc_ValueError, "runs: data must be ASCII");
-            goto done;
-        }
+    if (!is_ascii((const unsigned char *)data_view.buf, data_view.len)) {
+        PyErr_SetString(PyExc_ValueError, "runs: data must be ASCII");
+        goto done;
     }
     unknown = PyList_New(0);
     dirty = PyList_New(0);

@@ -81,5 +81,8 @@ def test_text_that_is_not_ascii_or_not_of_one_length_is_refused(runs: object) ->
     assert callable(runs)
     with pytest.raises(ValueError):
         runs(b"a" * 20, b"b" * 19, 16, {})
-    with pytest.raises(ValueError):
-        runs(b"a" * 20, "é".encode() * 10, 16, {})
+    for at in range(21):  # a byte of 128 or more anywhere: in a word of eight bytes, or in the tail after them
+        data = bytearray(b"b" * 21)
+        data[at] = 0xC3
+        with pytest.raises(ValueError):
+            runs(b"a" * 21, bytes(data), 16, {})
