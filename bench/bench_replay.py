@@ -757,7 +757,7 @@ class Bench(benchlib.BenchBase[Plan]):
 
             def t_span(n: int) -> None:
                 for _ in range(n):
-                    HitSpan(tracer, spec, prep, step, step_links(step)).finish()
+                    HitSpan(tracer, spec, prep, step, step_links(step)).finish(DOCUMENT)
 
             step_span_sample = time_loop(t_step_span, p.breakdown_n, p.reps, 200)
             span_sample = time_loop(t_span, p.breakdown_n, p.reps, 200)

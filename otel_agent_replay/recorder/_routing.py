@@ -113,10 +113,13 @@ class _Router(SpanProcessor):
         parent = span.parent
         rec = self._spans.get(parent.span_id) if parent is not None else None
         if rec is None:
-            attrs = span.attributes
-            if attrs and attrs.get(A.GEN_AI_OPERATION_NAME) == A.OP_INVOKE_AGENT and A.RUN_ID in attrs:
-                found = current_recording.get()
-                rec = found if isinstance(found, Recording) else None
+            # a run span starts a recorded run only inside a recording: the context is asked first (a replay
+            # span, or any span outside a recording, is not looked into)
+            found = current_recording.get()
+            if isinstance(found, Recording):
+                attrs = span.attributes
+                if attrs and attrs.get(A.GEN_AI_OPERATION_NAME) == A.OP_INVOKE_AGENT and A.RUN_ID in attrs:
+                    rec = found
         if rec is not None and rec.open:
             self._spans[ctx.span_id] = rec
 

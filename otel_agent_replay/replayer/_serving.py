@@ -129,11 +129,18 @@ class HitSpan:
             name, context=parent, kind=_INTERNAL, attributes=attrs, links=self.links, start_time=self.start_ns
         )
 
-    def finish(self) -> None:
-        """End the span with the recorded result (the tape's JSON text, its type, its truncation)."""
+    def finish(self, result: object) -> None:
+        """End the span with the recorded result (the tape's JSON text, the facts the tool's spec reads from the
+        served ``result``, such as an HTTP step's status, its type, its truncation)."""
         step = self.step
-        name, attrs = step_attributes(self.spec, self.prep)
+        spec = self.spec
+        name, attrs = step_attributes(spec, self.prep)
         attrs[A.GEN_AI_TOOL_CALL_RESULT] = step.result_json
+        if spec.result_attributes is not None:
+            try:  # noqa: SIM105 (contextlib.suppress costs an object and two calls a hit)
+                attrs.update(spec.result_attributes(result))
+            except Exception:  # the result's own facts are extras, as when recorded: never lose the span
+                pass
         type_json = step.attributes.get(A.RESULT_TYPE)
         if isinstance(type_json, str):
             attrs[A.RESULT_TYPE] = type_json
@@ -224,7 +231,7 @@ class Serving:
             recorded = self.decision.step.attributes if captured is not None and self.decision.step else None
             self.step.finish(result, captured, recorded)
         elif self.hit is not None:
-            self.hit.finish()
+            self.hit.finish(result)
 
 
 class Recorded:

@@ -1,8 +1,10 @@
-"""Flat dicts of scalars take a shortcut to JSON data (``capture._flat``); it must give what the rule gives.
+"""Dicts of scalars (and of dicts and lists of them, a few levels deep) take a shortcut to JSON data
+(``capture._flat``); it must give what the rule gives.
 
 The rule is ``orjson.loads(json_text(value))`` (then ``normalize`` for keys). Each dict below is made
 both ways and compared, types included (``True`` is not ``1``); the dicts the shortcut declines
-(non-ASCII text, integers beyond 64 bits, NaN, nested values, odd keys) must come out as the rule says.
+(non-ASCII text, integers beyond 64 bits, NaN, odd keys, at any depth; nesting deeper than it follows;
+a cycle) must come out as the rule says.
 """
 
 from __future__ import annotations
@@ -41,6 +43,16 @@ CASES: list[dict[Any, Any]] = [
     {"tuple": (1, 2)},
     {"bytes": b"\x00\x01"},
     {"blank": "   ", "tab": "\tx\n"},
+    {"query": {"limit": "5", "query": " refund policy "}},
+    {"query": {"tag": ["a ", " b"], "gone": None}, "body": {"n": [1, None, 2.5, True, {"x": None}]}},
+    {"rows": [[1, 2], (3, 4.00000001)], "empty": {}, "none": []},
+    {"deep": {"a": {"b": {"c": {"d": {"e": 1}}}}}},
+    {"inner": {"text": "naïve"}},
+    {"inner": [2**64]},
+    {"inner": {"nan": math.nan}},
+    {"inner": {1: "one"}},
+    {"inner": [{"clé": 1}]},
+    {"inner": {"set": {1, 2}}},
 ]
 
 
@@ -66,15 +78,38 @@ def test_canonical_value_is_normalize_of_the_rule(value: dict[Any, Any]) -> None
 def test_the_shortcut_takes_plain_arguments_and_declines_the_rest() -> None:
     assert flat_json({"query": " q ", "limit": 5, "x": None}, True) == {"query": "q", "limit": 5}
     assert flat_json({"query": " q ", "x": None}, False) == {"query": " q ", "x": None}
-    for declined in ({"beyond": 2**64}, {"nan": math.nan}, {"text": "naïve"}, {1: 1}, {"n": {"a": 1}}, {"l": [1]}):
-        assert flat_json(declined, True) is None, declined
+    assert flat_json({"q": {"a": " x ", "b": None}, "l": [None, " y "]}, True) == {"q": {"a": "x"}, "l": [None, "y"]}
+    assert flat_json({"q": {"a": " x ", "b": None}, "t": (1,)}, False) == {"q": {"a": " x ", "b": None}, "t": [1]}
+    cycle: dict[str, Any] = {}
+    cycle["self"] = cycle
+    declined: list[dict[Any, Any]] = [
+        {"beyond": 2**64},
+        {"nan": math.nan},
+        {"text": "naïve"},
+        {1: 1},
+        {"n": {"a": [2**64]}},
+        {"n": {"a": {"b": {"c": {"d": 1}}}}},
+        {"s": {1, 2}},
+        cycle,
+    ]
+    for value in declined:
+        assert flat_json(value, True) is None, value
+
+
+def test_a_cycle_is_marked_as_the_rule_marks_it() -> None:
+    cycle: dict[str, Any] = {"q": "x"}
+    cycle["self"] = cycle
+    assert to_jsonable(cycle) == orjson.loads(json_text(cycle))
+    assert canonical_value(cycle) == normalize(orjson.loads(json_text(cycle)))
 
 
 def test_a_copy_not_the_callers_dict() -> None:
-    given = {"a": 1}
+    given: dict[str, Any] = {"a": 1, "q": {"b": [1]}}
     made = to_jsonable(given)
     made["b"] = 2
-    assert given == {"a": 1}
+    made["q"]["c"] = 3
+    made["q"]["b"].append(2)
+    assert given == {"a": 1, "q": {"b": [1]}}
 
 
 @pytest.mark.parametrize("text", ['{"limit":5,"query":"refund policy"}', "{}", "x" * 5000])

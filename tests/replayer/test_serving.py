@@ -127,3 +127,26 @@ def test_an_override_or_a_missing_blob_ends_the_hit_span_as_the_served_result_sa
     failed = {s.attrs[A.GEN_AI_TOOL_NAME]: s for s in steps_of(missing)}["page"]
     assert failed.span["status"]["code"] == 2
     assert A.GEN_AI_TOOL_CALL_RESULT not in failed.attrs and A.RESULT_TRUNCATED not in failed.attrs
+
+
+def test_an_http_hit_span_carries_the_recorded_steps_attributes_and_its_status(tmp_path: Path) -> None:
+    """An HTTP step's replay span has what its recording has, ``http.response.status_code`` (read from the
+    served answer, as when recorded) included, in the same order."""
+    import httpx
+    from helpers.rest_server import rest_api
+
+    tape, replayed = tmp_path / "t.jsonl", tmp_path / "replayed.jsonl"
+    with rest_api() as api:
+        with record(tape), agent_run("rest"):
+            httpx.get(api.url + "/items", params={"q": "lamp"})
+            httpx.get(api.url + "/missing")
+        with record(replayed), replay(tape), agent_run("rest"):
+            assert httpx.get(api.url + "/items", params={"q": "lamp"}).status_code == 200
+            assert httpx.get(api.url + "/missing").status_code == 404
+    before, after = _steps(tape), _steps(replayed)
+    assert [s.attrs[A.HTTP_RESPONSE_STATUS_CODE] for s in after] == [200, 404]
+    for old, new in zip(before, after, strict=True):
+        assert list(new.attrs) == list(old.attrs)
+        assert {k: v for k, v in new.attrs.items() if k not in _LIVE} == {
+            k: v for k, v in old.attrs.items() if k not in _LIVE
+        }
