@@ -64,21 +64,21 @@ import enum
 import functools
 import logging
 import re
-import warnings
 from collections import Counter
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Final, TypeAlias
+from typing import Final
 
 import orjson
 
-from otel_agent_replay.core import ConfigurationError, RecordingWarning
+from otel_agent_replay.core import ConfigurationError
 
 from ._canonical import JSONValue, to_jsonable
 from ._context import is_credential_name
 from ._entropy import is_identifier_key
 from ._onepass import redact_json
 from ._precheck import may_redact, secret_key
+from ._processors import RedactionProcessor, run_processors
 from ._redact_rules import (
     PATTERN_NAMES,
     PII_NAMES,
@@ -101,37 +101,11 @@ __all__ = [
 
 _log = logging.getLogger("otel_agent_replay.redact")
 
-RedactionProcessor: TypeAlias = Callable[[JSONValue], JSONValue]
-"""A plain callable, structlog style: takes JSON data and returns new JSON data."""
-
 KEY_PLACEHOLDER: Final = "[REDACTED]"
 """What the value of a secret key (or secret header) becomes."""
 
 _MAX_DEPTH: Final = 100
 _PLACEHOLDERS: Final = re.compile(r"\[REDACTED(?::([A-Za-z0-9_]+))?\]")
-
-
-def _processor_failed(processor: RedactionProcessor, exc: Exception, warned: set[int]) -> None:
-    # the value is replaced every time; the warning is said once per processor of a redactor
-    if id(processor) in warned:
-        return
-    warned.add(id(processor))
-    name = getattr(processor, "__qualname__", type(processor).__qualname__)
-    module = getattr(processor, "__module__", "")
-    what = (
-        f"returned data that is not JSON ({exc})"
-        if isinstance(exc, (TypeError, orjson.JSONEncodeError))
-        else f"raised {type(exc).__name__}"
-    )
-    # Only the exception's type goes to the log, never its message, which may quote the secret.
-    _log.warning("redaction processor %s raised %s; the value was replaced", name, type(exc).__name__)
-    warnings.warn(
-        f"redaction processor {module + '.' if module else ''}{name} {what}; the value was replaced by "
-        f"{pattern_placeholder('processor_error')!r} and the step kept. A processor takes JSON data (dict, list, "
-        "str, int, float, bool, None) and must return JSON data",
-        RecordingWarning,
-        stacklevel=2,
-    )
 
 
 # --- the redactor ---------------------------------------------------------------------
@@ -219,14 +193,7 @@ class Redactor:
 
     def _processed(self, data: JSONValue) -> JSONValue:
         """``data`` through the user's processors (each must give back JSON data)."""
-        for processor in self.processors:
-            try:
-                data = processor(data)
-                orjson.dumps(data)  # it must give back JSON data: a set or an object would lose the step
-            except Exception as exc:  # KeyboardInterrupt and SystemExit propagate
-                _processor_failed(processor, exc, self._warned)
-                return pattern_placeholder("processor_error")
-        return data
+        return run_processors(self.processors, data, self._warned) if self.processors else data
 
     def secret_kinds(self, value: JSONValue) -> tuple[str, ...]:
         """The kinds of secret redaction would remove from ``value`` (``"github_token"``, ``"credential"``,
