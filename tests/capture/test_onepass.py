@@ -18,7 +18,7 @@ from otel_agent_replay.capture import DEFAULT_REDACTOR
 from otel_agent_replay.capture import _onepass as onepass
 from otel_agent_replay.capture._describe import plain_json_names
 from otel_agent_replay.capture._detector import DETECTOR
-from otel_agent_replay.capture._jsontext import escaped, holds_pair, json_inside
+from otel_agent_replay.capture._jsontext import escaped, json_inside
 from otel_agent_replay.capture._onepass import redact_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
@@ -81,20 +81,6 @@ def test_a_value_that_needs_its_structure_is_left_to_the_walk() -> None:
     text = orjson.dumps(value).decode()
     assert redact_json(COMPILED, text, plain_json_names(value)) is None  # secret key names in it
     assert redact_json(COMPILED, orjson.dumps({"r": orjson.dumps({"a": 1}).decode()}).decode()) is None
-
-
-def test_holds_pair_answers_as_the_two_character_search() -> None:
-    rng = random.Random(30)
-    for _ in range(2000):
-        text = "".join(rng.choice('[["\\ab,{}') for _ in range(rng.randrange(0, 80)))
-        for pair in ('["', '\\"'):
-            assert holds_pair(text, pair) == (pair in text), (text, pair)
-    # more sights of the first character than are checked one by one, the pair only after them
-    many = "[1]," * 40 + '["a b","c"]'
-    assert holds_pair(many, '["') and not holds_pair("[1]," * 40, '["')
-    # and a stream's deltas behind them are still read whole by the walk
-    stream = orjson.dumps({"n": [[i] for i in range(40)], "d": ["Hel", "lo w", "orld"]}).decode()
-    assert redact_json(COMPILED, stream, plain_json_names(orjson.loads(stream))) is None
 
 
 def _older_json_inside(text: str, at: int) -> bool:
