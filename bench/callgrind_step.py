@@ -20,6 +20,11 @@ thread counts too), as in ``bench_redact_throughput.py``:
 - ``step-captured``: the same with ``capture_result`` replaced by its answer, computed once (what the
   step costs around the redaction);
 - ``capture``: ``capture_result`` of the rows alone.
+
+And, only when named with ``--only``, the parts of that capture, each alone on the same rows' text: ``detector``
+(Kingfisher's scan, ``DETECTOR.known_tokens``), ``detector-empty`` (its scan of 16 blank bytes: what a call costs),
+``gate`` (the one RE2 search), ``runs`` (``_onepass._run_positions``), ``names`` (``plain_json_names``),
+``structure`` (``_onepass.needs_structure``) and ``dump`` (``plain_json_text``).
 """
 
 from __future__ import annotations
@@ -38,6 +43,34 @@ import callgrindlib  # noqa: E402
 WARMUP = 200
 SHORT, LONG = 300, 1_300
 CONFIGS = ("bare", "step", "step-captured", "capture")
+PARTS = ("detector", "detector-empty", "gate", "runs", "names", "structure", "dump")
+
+
+def part(name: str, rows: Any) -> Any:
+    """A function running one part of ``capture_result`` of ``rows`` on their text, as the step runs it."""
+    import orjson
+
+    from otel_agent_replay.capture import DEFAULT_REDACTOR
+    from otel_agent_replay.capture import _onepass as onepass
+    from otel_agent_replay.capture._canonical import plain_json_text
+    from otel_agent_replay.capture._describe import plain_json_names
+    from otel_agent_replay.capture._detector import DETECTOR
+
+    text = orjson.dumps(rows).decode()
+    data, names = text.encode("ascii"), plain_json_names(rows)
+    compiled = DEFAULT_REDACTOR._compiled
+    if name.startswith("detector"):
+        DETECTOR.known_tokens("x" * 40)  # the scanner is built before the counted calls
+    parts = {
+        "detector": lambda: DETECTOR.known_tokens(text, data),
+        "detector-empty": lambda: DETECTOR.known_tokens(" " * 16, b" " * 16),
+        "gate": lambda: onepass._gate_starts(text, data),
+        "runs": lambda: onepass._run_positions(compiled, text, data),
+        "names": lambda: plain_json_names(rows),
+        "structure": lambda: onepass.needs_structure(compiled, text, names, []),
+        "dump": lambda: plain_json_text(rows),
+    }
+    return parts[name]
 
 
 def child(config: str, n: int) -> None:
@@ -55,7 +88,11 @@ def child(config: str, n: int) -> None:
     provider.add_span_processor(BatchSpanProcessor(DiscardExporter(), max_queue_size=1 << 20))
     trace.set_tracer_provider(provider)
     rows = redact_corpus.step_rows(50)
-    if config == "bare":
+    if config in PARTS:
+        run = part(config, rows)
+        for _ in range(WARMUP + n):
+            run()
+    elif config == "bare":
         start = provider.get_tracer("bench.bare").start_as_current_span
         for _ in range(WARMUP + n):
             with start("x"):
@@ -95,7 +132,7 @@ def instructions(config: str, n: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", nargs="*", choices=CONFIGS, default=list(CONFIGS))
+    parser.add_argument("--only", nargs="*", choices=CONFIGS + PARTS, default=list(CONFIGS))
     parser.add_argument("--child", nargs=2, metavar=("CONFIG", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:

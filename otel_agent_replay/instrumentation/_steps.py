@@ -112,7 +112,11 @@ class StepInFlight:
             if captured.truncated:
                 attrs[A.RESULT_TRUNCATED] = True
                 attrs[A.RESULT_SHA256] = captured.sha256 or ""
-            self.span.set_attributes(attrs)
+            if len(attrs) == 1:  # a tool's result alone (the usual step): the SDK cleans one value, not a mapping
+                [(key, value)] = attrs.items()
+                self.span.set_attribute(key, value)
+            else:
+                self.span.set_attributes(attrs)
         finally:
             self._close()
 

@@ -129,3 +129,47 @@ def test_attributes_are_read_from_the_sdks_dict_and_any_other_layout_the_same() 
             instrumentation_scope=child.instrumentation_scope,
         )
         assert orjson.loads(LineEncoder().encode(copy)) == expected
+
+
+def test_events_links_and_dropped_counts_are_read_from_the_sdks_lists_and_any_other_layout_the_same() -> None:
+    from collections import deque
+
+    from opentelemetry.exporter.agent_replay_tape._encode import _lists_of
+    from opentelemetry.sdk.trace import SpanLimits
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(span_limits=SpanLimits(max_events=1, max_links=1, max_span_attributes=2))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    remote = SpanContext(trace_id=7, span_id=9, is_remote=True, trace_flags=TraceFlags(1))
+    other = SpanContext(trace_id=8, span_id=10, is_remote=False, trace_flags=TraceFlags(1))
+    with provider.get_tracer("limits").start_as_current_span(
+        "full", attributes={"a": 1, "b": 2, "c": 3}, links=[Link(remote, {"l": "v"}), Link(other)]
+    ) as span:
+        span.add_event("first", {"e": 1})
+        span.add_event("second")
+    (ended,) = memory.get_finished_spans()
+    events, links, dropped_attributes, dropped_events, dropped_links = _lists_of(ended)
+    assert type(events) is deque and type(links) is deque  # this SDK's lists, read without a copy each
+    assert (dropped_attributes, dropped_events, dropped_links) == (1, 1, 1)
+    line = orjson.loads(LineEncoder().encode(ended))
+    (encoded,) = line["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    assert (encoded["droppedAttributesCount"], encoded["droppedEventsCount"], encoded["droppedLinksCount"]) == (1, 1, 1)
+    assert [e["name"] for e in encoded["events"]] == ["second"] and len(encoded["links"]) == 1
+    # the same span with plain tuples (a span built by hand): the public properties, the same line but the counts
+    copy = ReadableSpan(
+        name=ended.name,
+        context=ended.context,
+        parent=ended.parent,
+        resource=ended.resource,
+        attributes=ended.attributes,
+        events=ended.events,
+        links=ended.links,
+        kind=ended.kind,
+        status=ended.status,
+        start_time=ended.start_time,
+        end_time=ended.end_time,
+        instrumentation_scope=ended.instrumentation_scope,
+    )
+    for key in ("droppedAttributesCount", "droppedEventsCount", "droppedLinksCount"):
+        del encoded[key]
+    assert orjson.loads(LineEncoder().encode(copy)) == line

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import math
 import threading
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.util import BoundedList
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import SpanContext
+from opentelemetry.trace import Link, SpanContext
 
 _FLAGS_HAS_IS_REMOTE = 0x100
 _FLAGS_IS_REMOTE = 0x200
@@ -96,6 +98,23 @@ def _attributes_of(span: ReadableSpan) -> Mapping[str, Any] | None:
     return span.attributes
 
 
+def _lists_of(span: ReadableSpan) -> tuple[Sequence[Event], Sequence[Link], int, int, int]:
+    """The span's events and links, and its dropped attribute, event and link counts.
+
+    The SDK's properties copy each list under its lock (``tuple(BoundedList)``) and test each count's holder
+    with ``isinstance``: five Python-level calls, most of them for lists an ended step's span holds empty. An
+    ended span's lists no longer change, so the deques inside are read as they are; any other layout (another
+    SDK version, a span built by hand) is read through the public properties.
+    """
+    events, links = getattr(span, "_events", None), getattr(span, "_links", None)
+    attrs = getattr(span, "_attributes", None)
+    if type(events) is BoundedList and type(links) is BoundedList and type(attrs) is BoundedAttributes:
+        event_items, link_items = getattr(events, "_dq", None), getattr(links, "_dq", None)
+        if type(event_items) is deque and type(link_items) is deque:
+            return event_items, link_items, attrs.dropped, events.dropped, links.dropped
+    return span.events, span.links, span.dropped_attributes, span.dropped_events, span.dropped_links
+
+
 def encode_span(span: ReadableSpan) -> dict[str, Any]:
     """One SDK span as an OTLP JSON ``Span`` object."""
     ctx = span.get_span_context()
@@ -112,17 +131,18 @@ def encode_span(span: ReadableSpan) -> dict[str, Any]:
     out["startTimeUnixNano"] = str(span.start_time or 0)
     out["endTimeUnixNano"] = str(span.end_time or 0)
     attributes = _attributes_of(span)
+    span_events, span_links, dropped_attributes, dropped_events, dropped_links = _lists_of(span)
     if attributes:
         # text is most of a step's attributes: its AnyValue is built inline, the rest by encode_value
         out["attributes"] = [
             {"key": k, "value": {"stringValue": v} if type(v) is str else encode_value(v)}
             for k, v in attributes.items()
         ]
-    if span.dropped_attributes:
-        out["droppedAttributesCount"] = span.dropped_attributes
-    if span.events:
+    if dropped_attributes:
+        out["droppedAttributesCount"] = dropped_attributes
+    if span_events:
         events = []
-        for event in span.events:
+        for event in span_events:
             item: dict[str, Any] = {"timeUnixNano": str(event.timestamp), "name": event.name}
             if event.attributes:
                 item["attributes"] = encode_attributes(event.attributes)
@@ -130,11 +150,11 @@ def encode_span(span: ReadableSpan) -> dict[str, Any]:
                 item["droppedAttributesCount"] = event.dropped_attributes
             events.append(item)
         out["events"] = events
-    if span.dropped_events:
-        out["droppedEventsCount"] = span.dropped_events
-    if span.links:
+    if dropped_events:
+        out["droppedEventsCount"] = dropped_events
+    if span_links:
         links = []
-        for link in span.links:
+        for link in span_links:
             item = {
                 "traceId": f"{link.context.trace_id:032x}",
                 "spanId": f"{link.context.span_id:016x}",
@@ -148,13 +168,14 @@ def encode_span(span: ReadableSpan) -> dict[str, Any]:
                 item["droppedAttributesCount"] = link.dropped_attributes
             links.append(item)
         out["links"] = links
-    if span.dropped_links:
-        out["droppedLinksCount"] = span.dropped_links
+    if dropped_links:
+        out["droppedLinksCount"] = dropped_links
     status: dict[str, Any] = {}
-    if span.status.description:
-        status["message"] = span.status.description
-    if span.status.status_code.value:
-        status["code"] = span.status.status_code.value
+    span_status = span.status
+    if span_status.description:
+        status["message"] = span_status.description
+    if span_status.status_code.value:
+        status["code"] = span_status.status_code.value
     out["status"] = status
     return out
 
