@@ -238,6 +238,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--callgrind", help="two suite sizes, e.g. 10,30: their instructions under callgrind")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
+    if args.tests <= 50 or args.tests % suite.PER_MODULE:
+        parser.error(f"--tests: more than 50, a multiple of {suite.PER_MODULE} (the small suite is the first 50)")
+    if args.callgrind and any(int(n) < suite.PER_MODULE for n in args.callgrind.split(",")):
+        parser.error(f"--callgrind: two sizes of at least {suite.PER_MODULE} tests, e.g. 10,30")
     if not (suite.VENV / ".installed").exists():
         print(f"no suite venv at {suite.VENV}: run bash bench/suite/setup.sh first", file=sys.stderr)
         return 2
