@@ -91,7 +91,7 @@ each("network guard installed and uninstalled", lambda: (_network.install(), _ne
 each("trust-store deferral installed and uninstalled", lambda: (_trust.install(), _trust.uninstall()))
 each("process watch installed and uninstalled", lambda: (_children.install(), _children.uninstall()))
 each("capture points activated and closed", lambda: activate(()).close())
-each("project_settings() (called twice a test)", project_settings)
+each("project_settings() (once a test: replay()'s start)", project_settings)
 """
 
 

@@ -178,6 +178,10 @@ def tape_fixture(request: pytest.FixtureRequest) -> Iterator[ReplaySession]:
     try:
         yield state.session
     finally:
+        # The item outlives its test (pytest keeps every item to the session's end): it drops the replay,
+        # so a suite does not keep each test's session, options, index and lock file for the garbage
+        # collector to walk at every full collection.
+        del request.node.stash[_STATE]
         if not state.finished:  # the test body never ran (a setup error elsewhere)
             state.finished = True
             _close_quietly(state)

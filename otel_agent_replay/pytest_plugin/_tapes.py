@@ -48,6 +48,21 @@ def _tapes_root(item: pytest.Item, module: Path) -> Path:
     return module.parent / "tapes"
 
 
+_RESOLVED_ROOTS: pytest.StashKey[dict[Path, Path]] = pytest.StashKey()
+"""Each tapes folder resolved, once per session."""
+
+
+def _resolved_root(item: pytest.Item, root: Path) -> Path:
+    """The tapes folder resolved, at the first test of the session that uses it (not at every test). The tape's
+    own path is still resolved at each test, so a tape is accepted only inside the folder as it resolved at
+    the session's start: a link swapped in under the folder later can make a tape fail, never let one in."""
+    known = item.config.stash.setdefault(_RESOLVED_ROOTS, {})
+    resolved = known.get(root)
+    if resolved is None:
+        resolved = known[root] = root.resolve()
+    return resolved
+
+
 def tape_path_for(item: pytest.Item, given: str | None) -> Path:
     """Where a test's tape lives; it must stay inside the tapes folder (a symlinked folder included).
 
@@ -70,7 +85,7 @@ def tape_paths(item: pytest.Item, given: str | None) -> tuple[Path, Path]:
         target = folder / given
         where = f"@pytest.mark.agent_tape({given!r})"
     resolved = target.resolve()
-    if not resolved.is_relative_to(root.resolve()):
+    if not resolved.is_relative_to(_resolved_root(item, root)):
         raise ConfigurationError(
             f"{item.nodeid}: {where} points outside the tapes folder {root} (resolved: {resolved}; a "
             "symlinked folder?); give a path relative to it, or remove the link"

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import datetime as _dt
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, cast
 
 from otel_agent_replay.capture import DEFAULT_REDACTOR, Redactor
-from otel_agent_replay.capture import expand as _expand
 from otel_agent_replay.core import (
-    DECLARABLE_SIDE_EFFECTS,
     DEFAULT_LOCK_TIMEOUT,
-    ConfigurationError,
     DriftPolicy,
     DriftPolicyName,
     MissPolicy,
@@ -39,19 +36,11 @@ from otel_agent_replay.core import (
     StalePolicyName,
     Then,
     ThenName,
-    choice,
-    lock_timeout_seconds,
 )
-from otel_agent_replay.instrumentation import positive_seconds
-from otel_agent_replay.integrations import HttpRoute, mcp_side_effect_rules, side_effect_rules
+from otel_agent_replay.integrations import HttpRoute
 
+from ._fields import NORMALISE
 from ._messages import API_HINTS, Hints
-
-
-def expand_paths(paths: Iterable[str]) -> tuple[str, ...]:
-    """A tool's key_ignore paths as a tuple (one string is one path; the preset token expanded)."""
-    return _expand((paths,) if isinstance(paths, str) else paths)
-
 
 Overrides = Mapping[str | tuple[str, int], Any]
 """A tool (or ``(tool, n)``: its nth call) → the value or exception served instead of the recorded result."""
@@ -157,63 +146,8 @@ class ReplayOptions:
     another process that writes it (seconds), before it fails naming that process."""
 
     def __post_init__(self) -> None:
-        put = object.__setattr__  # normalising in a frozen dataclass
-        put(self, "mode", choice(RecordMode, self.mode, "replay", "mode"))
-        put(self, "side_effects", choice(SideEffectPolicy, self.side_effects, "replay", "side_effects"))
-        put(self, "models", choice(ModelPolicy, self.models, "replay", "models"))
-        put(self, "stale_versions", choice(StalePolicy, self.stale_versions, "replay", "stale_versions"))
-        put(self, "on_miss", choice(MissPolicy, self.on_miss, "replay", "on_miss"))
-        put(self, "on_drift", choice(DriftPolicy, self.on_drift, "replay", "on_drift"))
-        put(self, "outside_calls", choice(OutsidePolicy, self.outside_calls, "replay", "outside_calls"))
-        put(self, "stub", frozenset((self.stub,) if isinstance(self.stub, str) else self.stub))
-        put(self, "fallbacks", MappingProxyType(dict(self.fallbacks)))
-        put(self, "overrides", MappingProxyType(dict(self.overrides)))
-        declared: dict[str, SideEffect] = {}
-        for name, effect in self.declare.items():
-            if effect not in DECLARABLE_SIDE_EFFECTS:
-                spellings = ", ".join(repr(e.value) for e in DECLARABLE_SIDE_EFFECTS)
-                raise ConfigurationError(f"replay(declare={{{name!r}: {effect!r}}}): use one of {spellings}")
-            declared[name] = SideEffect(effect)
-        put(self, "declare", MappingProxyType(declared))
-        put(self, "max_age", positive_seconds(self.max_age, "max_age"))
-        if not isinstance(self.hints, Hints):
-            raise ConfigurationError(f"replay(hints={self.hints!r}): give a Hints")
-        put(self, "pace", choice(Pace, self.pace, "replay", "pace"))
-        if not isinstance(self.key_ignore, Mapping):
-            raise ConfigurationError(f"replay(key_ignore={self.key_ignore!r}): give a mapping of tool → paths")
-        put(self, "key_ignore", MappingProxyType({k: expand_paths(v) for k, v in self.key_ignore.items()}))
-        put(self, "network", choice(NetworkPolicy, self.network, "replay", "network"))
-        if self.allow_hosts is not None:
-            hosts = (self.allow_hosts,) if isinstance(self.allow_hosts, str) else tuple(self.allow_hosts)
-            if not all(isinstance(h, str) and h for h in hosts):
-                raise ConfigurationError(f"replay(allow_hosts={self.allow_hosts!r}): give host names or addresses")
-            put(self, "allow_hosts", hosts)
-        if self.allow_sockets is not None:
-            given = (self.allow_sockets,) if isinstance(self.allow_sockets, (str, os.PathLike)) else self.allow_sockets
-            paths = tuple(os.fspath(p) if isinstance(p, os.PathLike) else p for p in given)
-            if not all(isinstance(p, str) and p for p in paths):
-                raise ConfigurationError(
-                    f"replay(allow_sockets={self.allow_sockets!r}): give UNIX-domain socket paths, such as "
-                    "allow_sockets=['/var/run/postgresql/.s.PGSQL.5432']"
-                )
-            put(self, "allow_sockets", paths)
-        if not isinstance(self.redactor, Redactor):
-            raise ConfigurationError(f"replay(redactor={self.redactor!r}): give a Redactor")
-        put(self, "then", choice(Then, self.then, "replay", "then"))
-        if not isinstance(self.edit, Mapping):
-            raise ConfigurationError(f"replay(edit={self.edit!r}): give a mapping of step id → value or exception")
-        put(self, "edit", MappingProxyType(dict(self.edit)))
-        put(self, "http_side_effects", MappingProxyType(dict(side_effect_rules(self.http_side_effects))))
-        put(self, "mcp_side_effects", MappingProxyType(dict(mcp_side_effect_rules(self.mcp_side_effects))))
-        hosts = (self.passthrough,) if isinstance(self.passthrough, str) else tuple(self.passthrough)
-        if not all(isinstance(h, str) and h for h in hosts):
-            raise ConfigurationError(f"replay(passthrough={self.passthrough!r}): give hosts, as 'host' or 'host:port'")
-        put(self, "passthrough", frozenset(h.lower() for h in hosts))
-        put(self, "http_routes", tuple(self.http_routes))
-        put(self, "lock_timeout", lock_timeout_seconds(self.lock_timeout, "replay"))
-        for route in self.http_routes:
-            if not isinstance(route, HttpRoute):
-                raise ConfigurationError(f"replay(http_routes=[..., {route!r}]): give HttpRoute values")
+        for normalise in NORMALISE.values():
+            normalise(self)
 
     # Typed reads of the fields normalised in __post_init__ (they hold members, not spellings).
     @property
@@ -318,8 +252,19 @@ class ReplayOptions:
         return self.replace(**changes) if changes else self
 
     def replace(self, **changes: Any) -> ReplayOptions:
-        """A copy with some fields changed (checked like the original)."""
-        return dataclasses.replace(self, **changes)
+        """A copy with some fields changed (checked like the original): only the changed fields are checked
+        and normalised again, the others are already (a replay's start makes one copy per test)."""
+        if any(name not in NORMALISE for name in changes):
+            return dataclasses.replace(self, **changes)  # a subclass's own field, or a name no field has (TypeError)
+        if not changes:
+            return self
+        copied = copy.copy(self)
+        put = object.__setattr__  # normalising in a frozen dataclass
+        for name, value in changes.items():
+            put(copied, name, value)
+        for name in changes:
+            NORMALISE[name](copied)
+        return copied
 
     def records(self, tape_exists: bool) -> bool:
         """Whether a replay with these options records instead of replaying."""

@@ -75,6 +75,9 @@ if TYPE_CHECKING:
     from otel_agent_replay.recorder import record
 
 
+_DEFAULTS = ReplayOptions()
+
+
 @dataclass(frozen=True, slots=True)
 class _Entered:
     """What one entry of a replay block needs at its end."""
@@ -234,7 +237,7 @@ class replay(Scope[ReplaySession, _Entered]):
         }
         if options is not None and not isinstance(options, ReplayOptions):
             raise ConfigurationError(f"replay(options={options!r}): give a ReplayOptions (or use the keywords)")
-        base = options or ReplayOptions()
+        base = options or _DEFAULTS  # immutable: one made at import, not one per replay
         self.options = base.replace(**{k: v for k, v in given.items() if v is not None})
         if isinstance(source, Tape) and self.options.record_mode in (RecordMode.ONCE, RecordMode.ALL):
             raise ConfigurationError(

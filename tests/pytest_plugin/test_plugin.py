@@ -258,3 +258,33 @@ def test_the_tapes_folder_comes_from_pyproject(pytester: pytest.Pytester) -> Non
     pytester.runpytest_subprocess("--agent-record-mode=once").assert_outcomes(passed=1)
     assert (pytester.path / "fixtures" / "tapes" / "test_agent" / "test_order_agent.jsonl").exists()
     assert not (pytester.path / "tapes").exists()
+
+
+FREED = """
+import gc
+import weakref
+from otel_agent_replay import agent_run, tool
+
+SESSIONS = []
+
+@tool(side_effect="read_only")
+def lookup(order_id: str) -> dict:
+    return {"order": order_id}
+
+def test_first(agent_tape):
+    SESSIONS.append(weakref.ref(agent_tape))
+    with agent_run("support"):
+        assert lookup("o-1") == {"order": "o-1"}
+
+def test_second_sees_the_first_freed():
+    gc.collect()
+    assert SESSIONS and SESSIONS[0]() is None, "the first test's replay session outlived its test"
+"""
+
+
+def test_a_test_s_replay_is_freed_when_the_test_ends(pytester: pytest.Pytester) -> None:
+    """pytest keeps every item to the session's end: the plugin drops the test's replay (its session, options,
+    index, tape lock) from the item once the test is over, so a suite does not keep one per test."""
+    pytester.makepyfile(test_freed=FREED)
+    pytester.runpytest_subprocess("--agent-record-mode=once").assert_outcomes(passed=2)
+    pytester.runpytest_subprocess().assert_outcomes(passed=2)

@@ -11,6 +11,7 @@ import pytest
 from otel_agent_replay import (
     ConfigurationError,
     RecordMode,
+    Redactor,
     ReplayOptions,
     ReplayStats,
     SideEffectRefused,
@@ -20,6 +21,7 @@ from otel_agent_replay import (
     replay,
     tool,
 )
+from otel_agent_replay.replayer import API_HINTS
 
 CALLS: list[str] = []
 
@@ -78,6 +80,65 @@ def test_replace_checks_like_the_constructor() -> None:
         ReplayOptions().replace(mode="later")
     with pytest.raises(ConfigurationError, match="give a ReplayOptions"):
         replay("t.jsonl", {"mode": "none"})  # type: ignore[arg-type]
+
+
+# One value of each field as a user would give it, not yet normalised (a str where a member is kept, a list
+# where a tuple is, a timedelta where seconds are).
+_GIVEN: dict[str, object] = {
+    "run_id": "r1",
+    "trace_id": "t1",
+    "mode": "once",
+    "side_effects": "stub",
+    "stub": "send",
+    "fallbacks": {"fetch": str.upper},
+    "overrides": {("fetch", 2): "X"},
+    "max_age": dt.timedelta(hours=1),
+    "allow_unused": True,
+    "models": "live",
+    "spans": False,
+    "declare": {"fetch": "read_only"},
+    "stale_versions": "error",
+    "redactor": Redactor(keys=("pin",)),
+    "on_miss": "error_result",
+    "on_drift": "count",
+    "hints": API_HINTS,
+    "outside_calls": "read_only",
+    "pace": "recorded",
+    "network": "allow",
+    "key_ignore": {"fetch": "id"},
+    "allow_hosts": ["db.internal"],
+    "allow_sockets": [Path("/run/pg.sock")],
+    "http": False,
+    "http_models": False,
+    "http_routes": [],
+    "http_side_effects": {"GET api.example.com/*": "external"},
+    "mcp_side_effects": {"crm/*": "write"},
+    "passthrough": ["Example.COM"],
+    "then": "live",
+    "edit": {"fetch#1": "Y"},
+    "fork_tape": "f.jsonl",
+    "lock_timeout": 5,
+}
+
+
+def test_replace_normalises_each_field_it_changes_as_the_constructor_does() -> None:
+    """``replace`` checks and normalises only the fields it changes: for every field, the copy equals the
+    options built with that field, and the other fields stay the original's."""
+    assert set(_GIVEN) == {f.name for f in dataclasses.fields(ReplayOptions)}  # a new field is listed here
+    base = ReplayOptions(stub=("keep",), max_age=60)
+    for name, value in _GIVEN.items():
+        replaced = base.replace(**{name: value})
+        built = ReplayOptions(**{"stub": ("keep",), "max_age": 60, name: value})  # type: ignore[arg-type]
+        assert getattr(replaced, name) == getattr(built, name), name
+        assert type(getattr(replaced, name)) is type(getattr(built, name)), name
+        for other in _GIVEN:
+            if other != name:
+                assert getattr(replaced, other) == getattr(base, other), (name, other)
+    assert base.replace() is base and base.stubbed == frozenset({"keep"})
+    with pytest.raises(TypeError, match="model"):
+        base.replace(model="live")
+    with pytest.raises(ConfigurationError, match="allow_hosts"):
+        base.replace(allow_hosts=[""])
 
 
 def test_stats_are_typed_and_a_mapping_under_the_documented_keys(recorded: Path) -> None:
