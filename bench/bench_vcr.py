@@ -172,6 +172,14 @@ def _timed(block: Callable[[], AbstractContextManager[Any]], get: Get, calls: in
     return spent / calls / 1000
 
 
+def serve() -> tuple[ThreadingHTTPServer, str]:
+    """The search server on a free loopback port, served on a daemon thread, and the GET's URL on it (the
+    other HTTP scripts of bench/ record from it too); the caller shuts it down."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}{PATH}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=9)
@@ -181,10 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     load_start = loadavg()
     work = Path(tempfile.mkdtemp(prefix="bench-vcr-"))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}{PATH}"
+    server, url = serve()
     clients = {name: pair for name, pair in _clients(url).items() if name in args.clients}
     tapes: dict[str, Path] = {}
     cassettes: dict[str, Path] = {}
@@ -200,7 +205,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.shutdown()
         server.server_close()
-        thread.join()
     served = _Handler.served
     try:
         requests.get(url, timeout=2)

@@ -28,7 +28,6 @@ import argparse
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from pathlib import Path
@@ -71,7 +70,6 @@ def _provider() -> Any:
 
 def build(work: Path) -> None:
     """The hit tape (document steps) and, per client, the GET's tape and cassette, from a local server."""
-    from http.server import ThreadingHTTPServer
 
     import bench_vcr
     import vcr
@@ -85,10 +83,7 @@ def build(work: Path) -> None:
     with record(work / "hit.jsonl"), agent_run("bench"):
         for _ in range(WARMUP + LONG):
             search_document(query=QUERY, limit=LIMIT)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), bench_vcr._Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}{bench_vcr.PATH}"
+    server, url = bench_vcr.serve()
     try:
         for name, (get, _) in bench_vcr._clients(url).items():
             with record(work / f"{name}.jsonl"):
@@ -99,7 +94,6 @@ def build(work: Path) -> None:
     finally:
         server.shutdown()
         server.server_close()
-        thread.join()
     (work / "url").write_text(url)
 
 

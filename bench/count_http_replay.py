@@ -23,10 +23,8 @@ import argparse
 import collections
 import sys
 import tempfile
-import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -83,10 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=0, help="list the functions spans on adds most calls to")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="count-http-"))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), bench_vcr._Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}{bench_vcr.PATH}"
+    server, url = bench_vcr.serve()
     clients = {name: pair for name, pair in bench_vcr._clients(url).items() if name in args.clients}
     tapes: dict[str, Path] = {}
     try:
@@ -98,7 +93,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.shutdown()
         server.server_close()
-        thread.join()
     floors = bench_vcr._floors(url)
     print(f"count_http_replay: calls per GET (sys.setprofile, {args.calls} GETs after 50 warm-up)")
     for name, (get, memory) in clients.items():

@@ -26,11 +26,9 @@ import cProfile
 import pstats
 import sys
 import tempfile
-import threading
 import time
 import timeit
 from collections.abc import Callable
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -129,10 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pieces", action="store_true", help="time the parts alone instead of profiling")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="profile-http-"))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), bench_vcr._Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}{bench_vcr.PATH}"
+    server, url = bench_vcr.serve()
     get, _ = bench_vcr._clients(url)[args.client]
     tape = work / "tape.jsonl"
     try:
@@ -142,7 +137,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.shutdown()
         server.server_close()
-        thread.join()
     load = loadavg()
     if args.pieces:
         floor = bench_vcr._floors(url)[args.client]
