@@ -117,7 +117,9 @@ runs(PyObject *module, PyObject *args)
             if (key == NULL) {
                 goto done;
             }
-            PyObject *verdict = PyDict_GetItemWithError(verdicts, key); /* borrowed */
+            PyObject *verdict = PyDict_GetItemWithError(verdicts, key);
+            /* held, not borrowed: an allocation below may run the collector, whose finalizers may change the dict */
+            Py_XINCREF(verdict);
             int failed;
             if (verdict == NULL) {
                 failed = PyErr_Occurred() != NULL ? -1 : add_pair(unknown, at, key);
@@ -126,6 +128,7 @@ runs(PyObject *module, PyObject *args)
             } else {
                 failed = add_pair(dirty, at, verdict);
             }
+            Py_XDECREF(verdict);
             Py_DECREF(key);
             if (failed) {
                 goto done;
