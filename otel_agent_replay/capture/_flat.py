@@ -38,19 +38,14 @@ def _object(value: dict[Any, Any], normal: bool, depth: int) -> dict[str, JSONVa
     for key, item in value.items():
         if type(key) is not str or not key.isascii():
             return None
-        kind = type(item)
-        if kind is str:
-            if not item.isascii():  # a lone surrogate is not UTF-8: the rule's own path decides it
-                return None
-            out[key] = item.strip() if normal else item
-        elif item is None:
+        if item is None:
             if not normal:  # normalize drops a key whose value is None
                 out[key] = None
-        else:
-            made = _item(item, kind, normal, depth)
-            if made is _DECLINED:
-                return None
-            out[key] = made
+            continue
+        made = _item(item, type(item), normal, depth)
+        if made is _DECLINED:
+            return None
+        out[key] = made
     return out
 
 
@@ -60,7 +55,7 @@ _DECLINED: Any = object()
 def _item(item: Any, kind: type, normal: bool, depth: int) -> JSONValue:
     """One value inside a dict or a list, as the rule makes it, or ``_DECLINED``."""
     if kind is str:
-        if not item.isascii():
+        if not item.isascii():  # a lone surrogate is not UTF-8: the rule's own path decides it
             return _DECLINED
         return item.strip() if normal else item
     if kind is int:

@@ -16,13 +16,23 @@ import re2  # type: ignore[import-untyped]
 
 from ._entropy import is_identifier_key
 
-__all__ = ["entropy_under", "escaped", "has_escaped_quote", "has_string_list", "json_inside", "string_at"]
+__all__ = [
+    "RE2_UNANCHORED",
+    "entropy_under",
+    "escaped",
+    "has_escaped_quote",
+    "has_string_list",
+    "json_inside",
+    "re2_match",
+    "string_at",
+]
 
 _SIZE: Final = 8192
 # From this length a literal of two characters is looked for by RE2 in ASCII text: ``str``'s own search steps
 # through JSON text with many backslashes (line breaks) about a character at a time, 6x slower on 100 KB.
 _LONG: Final = 4096
-_UNANCHORED: Any = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
+RE2_UNANCHORED: Any = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
+"""The anchor ``re2_match``'s search takes for an unanchored search (None in a binding without it)."""
 # Whether a string under a key (its JSON text, quotes and all) is judged by the high-entropy layer.
 _ENTROPY_UNDER: dict[str, bool] = {}
 
@@ -103,17 +113,26 @@ def entropy_under(text: str, start: int) -> bool:
     return found
 
 
+def re2_match(compiled: Any) -> Any:
+    """The compiled RE2 object's own search, ``match(RE2_UNANCHORED, data, pos, endpos)[0]`` giving the first
+    match's (start, end) in bytes or (-1, -1), when this version of the binding has it; else None. (The binding's
+    ``search`` and ``finditer`` build a match object for every hit, the larger cost where hits are many.)"""
+    if RE2_UNANCHORED is None:
+        return None
+    return getattr(getattr(compiled, "_regexp", None), "Match", None)
+
+
 def _literal_search(needle: str) -> Callable[[str], bool]:
     """A test for ``needle in text`` that asks RE2 (on the text's bytes) when the text is long and ASCII."""
-    match = getattr(getattr(re2.compile(re2.escape(needle).encode("ascii")), "_regexp", None), "Match", None)
-    if match is None or _UNANCHORED is None:
+    match = re2_match(re2.compile(re2.escape(needle).encode("ascii")))
+    if match is None:
         return lambda text: needle in text  # (a binding without the compiled object's own search)
 
     def holds(text: str) -> bool:
         if len(text) < _LONG or not text.isascii():
             return needle in text
         data = text.encode("ascii")
-        return bool(match(_UNANCHORED, data, 0, len(data))[0][0] >= 0)
+        return bool(match(RE2_UNANCHORED, data, 0, len(data))[0][0] >= 0)
 
     return holds
 

@@ -35,19 +35,21 @@ from ._context import TRIGGERS
 from ._decoded import base64_text
 from ._detector import DETECTOR
 from ._entropy import MIN_RUN, RUN, high_entropy_spans
-from ._jsontext import entropy_under, escaped, has_string_list, json_inside, string_at
+from ._jsontext import RE2_UNANCHORED, entropy_under, escaped, has_string_list, json_inside, re2_match, string_at
 from ._linewise import UNCHANGED, WholeWords, clean_at, scan_lines
 from ._precheck import keys_hit
 from ._redact_rules import CompiledRules
 from ._scan import scan_text
-from ._tokenruns import NATIVE, runs
+from ._tokenruns import NATIVE, run_spans, runs
 from ._value_patterns import FIELD_TRIGGERS
 
 __all__ = ["dirty_positions", "redact_json"]
 
 _TOKEN_CHARS: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-.~"
 _TO_RUNS: Final = bytes(ord("a") if chr(n).encode() in _TOKEN_CHARS and n < 128 else ord(" ") for n in range(256))
-_RUN_NEEDLE: Final = b"a" * 16  # base64 of printable text is read from 16 characters, a key from MIN_RUN
+_RUN_LOOKED_AT: Final = (
+    16  # the shortest run judged: base64 of printable text is read from 16 characters, a key from MIN_RUN
+)
 # For a small document: token characters to "a" but hex digits and "-" to "h", so a UUID's run can be blanked in C
 _HEX_RUNS: Final = bytes(
     (ord("h") if chr(n) in "0123456789abcdefABCDEF-" else ord("a")) if ord(" ") != _TO_RUNS[n] else ord(" ")
@@ -90,11 +92,8 @@ _NAME_WINDOW: Final = 64
 _NAME_CLASS: Final = "A-Za-z0-9_.\\-"
 _ACTIVE_WORD: Final = f"{_WORDS_RE}[{_NAME_CLASS}]{{0,{_NAME_WINDOW - 1}}}(?:[^{_NAME_CLASS}+/}}]|$)"
 _GATE_ACTIVE: Any = re2.compile((_ACTIVE_WORD + _REST).encode("ascii"))
-# The compiled RE2 object's own search (the binding keeps it as ``_regexp``), when this version of the binding has it.
-_GATE_MATCH: Any = getattr(getattr(_GATE_ACTIVE, "_regexp", None), "Match", None)
-_UNANCHORED: Any = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
-if _UNANCHORED is None:
-    _GATE_MATCH = None
+# The compiled RE2 object's own search (``re2_match``), when this version of the binding has it.
+_GATE_MATCH: Any = re2_match(_GATE_ACTIVE)
 _STRUCTURE_START: Final = frozenset(('"{', '"[', '"d', '"e', '"i', '"$', '"c'))
 _SHORT_LIST = re.compile(r'\["[^"\\]{0,32}"(?:,"[^"\\]{0,32}")+\]')
 _BASE64_TEXT = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
@@ -119,24 +118,13 @@ def _key_like_run(run: str) -> bool:
 
 
 def _runs(text: str, data: bytes | None = None) -> list[tuple[int, int]]:
-    """The (start, end) of every run of 20 or more token characters in ``text``; ``data``: its ASCII bytes,
-    when it is ASCII and they are at hand."""
+    """The (start, end) of every run of ``_RUN_LOOKED_AT`` or more token characters in ASCII ``text`` (of
+    ``MIN_RUN`` or more, by ``RUN``, in other text); ``data``: its ASCII bytes, when they are at hand."""
     if data is None:
         if not text.isascii():
             return [match.span() for match in RUN.finditer(text)]
         data = text.encode("ascii")
-    mapped = data.translate(_TO_RUNS)
-    out: list[tuple[int, int]] = []
-    append = out.append
-    find = mapped.find
-    at = find(_RUN_NEEDLE)
-    while at >= 0:
-        end = find(b" ", at + 16)
-        if end < 0:
-            end = len(mapped)
-        append((at, end))
-        at = find(_RUN_NEEDLE, end)
-    return out
+    return run_spans(data.translate(_TO_RUNS), _RUN_LOOKED_AT)
 
 
 def dirty_positions(
@@ -189,7 +177,7 @@ def dirty_positions(
         if escapes:
             while start < end and text[start - 1 : start] == "\\" and escaped(text, start - 1):
                 start += 5 if text[start] == "u" else 1  # the letters of an escape (\n, \u00e9) are not the token's
-            if end - start < 16:
+            if end - start < _RUN_LOOKED_AT:
                 continue
         if depth == 0:  # text that is not ASCII: keyed as ``_run_positions`` keys (the escape already cut)
             key = text[start - 1 : end] if start else " " + text[:end]
@@ -217,7 +205,7 @@ def _run_positions(compiled: CompiledRules, text: str, data: bytes) -> list[int]
         mapped = data.translate(_HEX_RUNS).replace(_UUID_RUN, b" " * len(_UUID_RUN)).translate(_H_TO_A)
     else:
         mapped = data.translate(_TO_RUNS)
-    unknown, dirty = runs(mapped, data, 16, _RUN_VERDICTS)
+    unknown, dirty = runs(mapped, data, _RUN_LOOKED_AT, _RUN_VERDICTS)
     for at, verdict in dirty:
         found.extend(at + offset for offset in verdict)
     get = _RUN_VERDICTS.get
@@ -235,7 +223,7 @@ def _verdict(compiled: CompiledRules, key: str) -> tuple[int, ...]:
     """The findings (offsets from the run's start) of the run ``key[1:]`` whose text has ``key[0]`` before it."""
     cut = (5 if key[1] == "u" else 1) if key[0] == "\\" else 0  # the letters of an escape are not the token's
     run = key[1 + cut :]
-    verdict = () if len(run) < 16 else tuple(cut + offset for offset in _run_findings(compiled, run, 0))
+    verdict = () if len(run) < _RUN_LOOKED_AT else tuple(cut + offset for offset in _run_findings(compiled, run, 0))
     if len(_RUN_VERDICTS) >= _JUDGED_SIZE:
         _RUN_VERDICTS.clear()  # bounded: runs are data
     _RUN_VERDICTS[key] = verdict
@@ -273,7 +261,7 @@ def _gate_starts(text: str, data: bytes | None = None) -> list[int]:
         out: list[int] = []
         pos, size = 0, len(data)
         while pos <= size:
-            start, end = _GATE_MATCH(_UNANCHORED, data, pos, size)[0]
+            start, end = _GATE_MATCH(RE2_UNANCHORED, data, pos, size)[0]
             if start < 0:
                 break
             out.append(start)

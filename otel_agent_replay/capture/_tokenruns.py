@@ -16,37 +16,46 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-__all__ = ["NATIVE", "RunsFound", "python_runs", "runs"]
+__all__ = ["NATIVE", "RunsFound", "python_runs", "run_spans", "runs"]
 
 Verdicts = dict[str, tuple[int, ...]]
 RunsFound = tuple[list[tuple[int, str]], list[tuple[int, tuple[int, ...]]]]
 
 
+def run_spans(mapped: bytes, min_len: int) -> list[tuple[int, int]]:
+    """The (start, end) of every stretch of at least ``min_len`` bytes ``a`` in ``mapped`` (a text's ASCII bytes
+    translated so that a token character is ``a`` and every other byte a space)."""
+    out: list[tuple[int, int]] = []
+    append = out.append
+    needle = b"a" * min_len
+    find = mapped.find
+    at = find(needle)
+    while at >= 0:
+        end = find(b" ", at + min_len)
+        if end < 0:
+            end = len(mapped)
+        append((at, end))
+        at = find(needle, end)
+    return out
+
+
 def python_runs(mapped: bytes, data: bytes, min_len: int, verdicts: Verdicts) -> RunsFound:
-    """The runs of at least ``min_len`` bytes ``a`` in ``mapped`` (``data``, the text's ASCII bytes, translated
-    so that a token character is ``a`` and no other byte is), each keyed by ``data[at - 1:end]`` as text
-    (``" " + data[:end]`` at 0) and looked up in ``verdicts``: what ``_runs_native.runs`` gives."""
+    """The runs of at least ``min_len`` bytes ``a`` in ``mapped`` (``run_spans``; ``data``: the text's ASCII
+    bytes that ``mapped`` translates), each keyed by ``data[at - 1:end]`` as text (``" " + data[:end]`` at 0)
+    and looked up in ``verdicts``: what ``_runs_native.runs`` gives."""
     if len(mapped) != len(data) or min_len < 1:
         raise ValueError("runs: mapped and data must have one length, min_len at least 1")
     text = data.decode("ascii")
     unknown: list[tuple[int, str]] = []
     dirty: list[tuple[int, tuple[int, ...]]] = []
-    needle = b"a" * min_len
-    find = mapped.find
-    size = len(mapped)
     get = verdicts.get
-    at = find(needle)
-    while at >= 0:
-        end = find(b" ", at + min_len)
-        if end < 0:
-            end = size
+    for at, end in run_spans(mapped, min_len):
         key = text[at - 1 : end] if at else " " + text[:end]
         verdict = get(key)
         if verdict is None:
             unknown.append((at, key))
         elif verdict:
             dirty.append((at, verdict))
-        at = find(needle, end)
     return unknown, dirty
 
 
