@@ -8,6 +8,7 @@ import inspect
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from otel_agent_replay.capture import DEFAULT_REDACTOR, Binder, context_parameters, expand, make_binder
@@ -21,6 +22,9 @@ from otel_agent_replay.core import (
 )
 
 SPEC_ATTRIBUTE = "__agent_replay_tool__"
+
+
+_NO_FACTS: Mapping[str, Any] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +91,18 @@ class ToolSpec:
         else:
             effect = SideEffect.READ_ONLY.value if self.is_llm else SideEffect.UNDECLARED.value
         put(self, "side_effect_value", effect)
+
+    def result_facts(self, result: object) -> Mapping[str, Any]:
+        """What ``result_attributes`` reads from ``result`` (an HTTP step's status, a model response's model and
+        usage), empty when the spec reads nothing or the reading fails: the facts are extras, never worth losing
+        the step, its span or a counter for."""
+        read = self.result_attributes
+        if read is None:
+            return _NO_FACTS
+        try:
+            return dict(read(result))  # (a reader that gives back no mapping fails here, not in the caller)
+        except Exception:
+            return _NO_FACTS
 
     def result_hint(self) -> Any:
         """The type a result (a stream: each chunk) is rebuilt as: ``result_type``, else the return annotation.

@@ -6,7 +6,6 @@ recorded one, so a replay's spans are a full record of the replayed behaviour.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import threading
 import warnings
@@ -95,9 +94,8 @@ class StepInFlight:
                 response_model = _response_model(result)
                 if response_model is not None:
                     attrs[A.GEN_AI_RESPONSE_MODEL] = response_model
-            if self.spec.result_attributes is not None and not as_recorded:
-                with contextlib.suppress(Exception):  # the result's own facts are extras: never lose the step
-                    attrs.update(self.spec.result_attributes(result))
+            if not as_recorded:
+                attrs.update(self.spec.result_facts(result))
             if captured.type_json is not None:
                 attrs[A.RESULT_TYPE] = captured.type_json
             if captured.lossy:

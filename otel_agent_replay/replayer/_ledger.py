@@ -47,13 +47,9 @@ STAT_KEYS: tuple[Counter, ...] = get_args(Counter)
 def _tokens(spec: ToolSpec, result: object) -> tuple[int | None, int | None]:
     """A model call's token usage: what its spec reads from the result (an HTTP model step's response,
     in its provider's fields), else the result's ``usage``."""
-    if spec.result_attributes is not None:
-        try:
-            attrs = spec.result_attributes(result)
-        except Exception:  # a view never fails for provenance
-            attrs = {}
-        if A.GEN_AI_USAGE_INPUT_TOKENS in attrs or A.GEN_AI_USAGE_OUTPUT_TOKENS in attrs:
-            return attrs.get(A.GEN_AI_USAGE_INPUT_TOKENS), attrs.get(A.GEN_AI_USAGE_OUTPUT_TOKENS)
+    attrs = spec.result_facts(result)
+    if A.GEN_AI_USAGE_INPUT_TOKENS in attrs or A.GEN_AI_USAGE_OUTPUT_TOKENS in attrs:
+        return attrs.get(A.GEN_AI_USAGE_INPUT_TOKENS), attrs.get(A.GEN_AI_USAGE_OUTPUT_TOKENS)
     return usage_tokens(result)
 
 

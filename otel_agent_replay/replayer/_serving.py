@@ -136,11 +136,7 @@ class HitSpan:
         spec = self.spec
         name, attrs = step_attributes(spec, self.prep)
         attrs[A.GEN_AI_TOOL_CALL_RESULT] = step.result_json
-        if spec.result_attributes is not None:
-            try:  # noqa: SIM105 (contextlib.suppress costs an object and two calls a hit)
-                attrs.update(spec.result_attributes(result))
-            except Exception:  # the result's own facts are extras, as when recorded: never lose the span
-                pass
+        attrs.update(spec.result_facts(result))
         type_json = step.attributes.get(A.RESULT_TYPE)
         if isinstance(type_json, str):
             attrs[A.RESULT_TYPE] = type_json
